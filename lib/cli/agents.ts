@@ -1,0 +1,84 @@
+/**
+ * `sherlock agents` lists every profile; `sherlock agents show <name>`
+ * prints one as it resolved, every default filled in.
+ *
+ * @module
+ */
+
+import { stringify } from "smol-toml";
+import { formatProblem } from "../config_files.ts";
+import { ExitCode, UsageError } from "../errors.ts";
+import { findExecutable } from "../launch/executable.ts";
+import { loadAllProfiles, loadProfile } from "../profiles/loader.ts";
+import { ValidationCache } from "../validation_cache.ts";
+import { commandContext } from "./context.ts";
+import { columns, printLine, printWarning } from "./output.ts";
+import { isCommandName } from "./commands.ts";
+
+/** The help text of `sherlock agents`. */
+export const AGENTS_HELP = `Usage: sherlock agents
+       sherlock agents show <name>
+
+Lists the agent profiles: the built-ins and the files in
+$XDG_CONFIG_HOME/sherlock/agents.d/ (which shadow a built-in of the same
+name), whether each agent's executable is on PATH, and the files that are
+malformed (on stderr; the exit code is then 78).
+
+"show" prints one profile as sherlock resolved it, every default filled in.`;
+
+/** Runs the command; returns the exit code. */
+export async function agentsCommand(args: readonly string[]): Promise<number> {
+  if (args[0] === "--help" || args[0] === "-h") {
+    printLine(AGENTS_HELP);
+    return 0;
+  }
+  if (args[0] === "show") {
+    if (args.length !== 2) {
+      throw new UsageError("usage: sherlock agents show <name>");
+    }
+    return await showProfile(args[1]);
+  }
+  if (args.length > 0) {
+    throw new UsageError(
+      `unexpected argument ${args[0]}; see sherlock agents --help`,
+    );
+  }
+  const { env, paths } = commandContext();
+  const cache = new ValidationCache(paths.cacheDir);
+  const listing = await loadAllProfiles({ paths, cache });
+  cache.save();
+  const rows = [["NAME", "SOURCE", "EXECUTABLE"]];
+  for (const loaded of listing.profiles) {
+    const name = loaded.profile.agent.name;
+    const lookup = findExecutable(loaded.profile.agent.executable, env.PATH);
+    let source = loaded.source === "built-in" ? "built-in" : loaded.path;
+    if (loaded.shadowsBuiltin) source += " (overrides the built-in)";
+    if (isCommandName(name)) source += ` (no alias: use sherlock run ${name})`;
+    rows.push([
+      name,
+      source,
+      lookup.found
+        ? lookup.path
+        : lookup.reason === "missing"
+        ? `${loaded.profile.agent.executable}: not found on PATH`
+        : `${lookup.path}: not executable`,
+    ]);
+  }
+  for (const line of columns(rows)) printLine(line);
+  for (const problem of listing.problems) {
+    printWarning(`skipped malformed profile ${formatProblem(problem)}`);
+  }
+  return listing.problems.length > 0 ? ExitCode.Config : 0;
+}
+
+async function showProfile(name: string): Promise<number> {
+  const { paths } = commandContext();
+  const cache = new ValidationCache(paths.cacheDir);
+  const loaded = await loadProfile(name, { paths, cache });
+  cache.save();
+  printLine(
+    `# ${loaded.source === "built-in" ? "built-in profile" : loaded.path}`,
+  );
+  printLine(stringify(loaded.profile).trimEnd());
+  return 0;
+}

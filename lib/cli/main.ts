@@ -1,0 +1,50 @@
+/**
+ * The entry point's dispatcher: a sherlock command, an agent alias, or
+ * help. Every failure becomes one line on stderr and a documented exit code.
+ *
+ * @module
+ */
+
+import { UsageError } from "../errors.ts";
+import { profileNames } from "../profiles/loader.ts";
+import { COMMANDS, isCommandName } from "./commands.ts";
+import { commandContext } from "./context.ts";
+import { reportError } from "./output.ts";
+
+/** Runs sherlock with `args` (without the program name); returns the exit code. */
+export async function main(args: readonly string[]): Promise<number> {
+  try {
+    return await dispatch(args);
+  } catch (error) {
+    return reportError(error);
+  }
+}
+
+async function dispatch(args: readonly string[]): Promise<number> {
+  const [first] = args;
+  if (first === undefined) {
+    const { mainHelp } = await import("./help.ts");
+    Deno.stderr.writeSync(new TextEncoder().encode(mainHelp() + "\n"));
+    return 2;
+  }
+  if (first === "--help" || first === "-h") {
+    return await (await COMMANDS.help.load())([]);
+  }
+  if (first === "--version" || first === "-V") {
+    return await (await COMMANDS.version.load())([]);
+  }
+  if (isCommandName(first)) {
+    return await (await COMMANDS[first].load())(args.slice(1));
+  }
+  if (
+    first === "--dry-run" || profileNames(commandContext().paths).has(first)
+  ) {
+    return await (await COMMANDS.run.load())(args);
+  }
+  if (first.startsWith("-")) {
+    throw new UsageError(`unknown option ${first}; see sherlock --help`);
+  }
+  throw new UsageError(
+    `no command or agent named "${first}"; run "sherlock agents" to list agents, "sherlock --help" for commands`,
+  );
+}

@@ -1,0 +1,63 @@
+/**
+ * Printing for the commands: one-line errors, shell-quoted argv, aligned
+ * columns. Only `lib/cli/` prints.
+ *
+ * @module
+ */
+
+import { ExitCode, SherlockError } from "../errors.ts";
+
+const encoder = new TextEncoder();
+
+/** Writes a line to stdout. */
+export function printLine(line = ""): void {
+  Deno.stdout.writeSync(encoder.encode(line + "\n"));
+}
+
+/** Writes a line to stderr, prefixed with `sherlock: `. */
+export function printWarning(line: string): void {
+  Deno.stderr.writeSync(encoder.encode(`sherlock: ${line}\n`));
+}
+
+/**
+ * Prints an error as one line and returns the exit code for it. An error
+ * that is not one of sherlock's own is a bug: it says so, and prints the
+ * stack only when `SHERLOCK_DEBUG=1`.
+ */
+export function reportError(error: unknown): number {
+  if (error instanceof SherlockError) {
+    printWarning(error.message);
+    return error.exitCode;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  printWarning(
+    `internal error: ${
+      message.split("\n")[0]
+    } (set SHERLOCK_DEBUG=1 for details)`,
+  );
+  if (Deno.env.get("SHERLOCK_DEBUG") === "1" && error instanceof Error) {
+    Deno.stderr.writeSync(encoder.encode(`${error.stack}\n`));
+  }
+  return ExitCode.Software;
+}
+
+/** Quotes a word for a POSIX shell, only when it needs it. */
+export function shellQuote(word: string): string {
+  if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(word)) return word;
+  return `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+/** Formats rows as columns separated by two spaces. */
+export function columns(rows: readonly string[][]): string[] {
+  const widths: number[] = [];
+  for (const row of rows) {
+    row.forEach((cell, index) => {
+      widths[index] = Math.max(widths[index] ?? 0, cell.length);
+    });
+  }
+  return rows.map((row) =>
+    row.map((cell, index) =>
+      index === row.length - 1 ? cell : cell.padEnd(widths[index])
+    ).join("  ").trimEnd()
+  );
+}

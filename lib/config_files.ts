@@ -1,0 +1,148 @@
+/**
+ * Reading the operator's TOML files (profiles, services, config.toml):
+ * parse, validate against a schema (only when the bytes changed, see
+ * `validation_cache.ts`), and describe what is wrong as one line naming the
+ * file, the line, the key and the reason.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { parse as parseToml } from "smol-toml";
+import { ConfigError } from "./errors.ts";
+import { ValidationCache } from "./validation_cache.ts";
+
+/** What is wrong with one file. */
+export interface FileProblem {
+  /** The file's path. */
+  path: string;
+  /** The 1-based line, when it could be located. */
+  line?: number;
+  /** The 1-based column (TOML syntax errors only). */
+  column?: number;
+  /** The dotted key, e.g. `mcp.flag`. */
+  key?: string;
+  /** What is wrong, and where it helps, what to do. */
+  reason: string;
+  /** How many further problems the file has. */
+  more?: number;
+}
+
+/** A problem found by a schema, before the file's path is known. */
+export type SchemaProblem = Omit<FileProblem, "path">;
+
+/** The outcome of a schema validation. */
+export type Validation<T> =
+  | { ok: true; value: T }
+  | { ok: false; problem: SchemaProblem };
+
+/** Validates a parsed TOML document; `text` helps to locate keys. */
+export type Validator<T> = (raw: unknown, text: string) => Validation<T>;
+
+/** A file that cannot be used; `problem` says why. */
+export class InvalidFileError extends ConfigError {
+  /** The structured problem. */
+  readonly problem: FileProblem;
+
+  /** Creates the error; its message is the formatted problem. */
+  constructor(problem: FileProblem) {
+    super(formatProblem(problem));
+    this.name = "InvalidFileError";
+    this.problem = problem;
+  }
+}
+
+/** Formats a problem as `path:line:column: key: reason (and N more)`. */
+export function formatProblem(problem: FileProblem): string {
+  let where = problem.path;
+  if (problem.line !== undefined) where += `:${problem.line}`;
+  if (problem.column !== undefined) where += `:${problem.column}`;
+  const key = problem.key ? `${problem.key}: ` : "";
+  const more = problem.more
+    ? ` (and ${problem.more} more problem${problem.more > 1 ? "s" : ""})`
+    : "";
+  return `${where}: ${key}${problem.reason}${more}`;
+}
+
+/** How to read one file. */
+export interface ReadTomlOptions<T> {
+  /** `profile`, `service` or `config`: part of the cache key. */
+  kind: string;
+  /** The file's path, shown in problems. */
+  path: string;
+  /** The file's bytes. */
+  text: string;
+  /** Loads the validator only when needed (it imports zod). */
+  loadValidator: () => Promise<Validator<T>>;
+  /** Where earlier validations are remembered. */
+  cache: ValidationCache;
+}
+
+/**
+ * Returns the normalized content of an operator file, validating it only
+ * when these exact bytes have not validated before. Throws
+ * {@linkcode InvalidFileError} for a TOML syntax error or a schema problem.
+ */
+export async function readTomlFile<T>(options: ReadTomlOptions<T>): Promise<T> {
+  const key = ValidationCache.key(options.kind, options.path, options.text);
+  const cached = options.cache.get(key);
+  if (cached !== undefined) return cached as T;
+
+  const raw = parseTomlText(options.path, options.text);
+  const validate = await options.loadValidator();
+  const result = validate(raw, options.text);
+  if (!result.ok) {
+    throw new InvalidFileError({ path: options.path, ...result.problem });
+  }
+  options.cache.set(key, result.value);
+  return result.value;
+}
+
+/**
+ * Parses TOML, turning a syntax error into an {@linkcode InvalidFileError}
+ * with the line and column.
+ */
+export function parseTomlText(
+  path: string,
+  text: string,
+): Record<string, unknown> {
+  try {
+    return parseToml(text) as Record<string, unknown>;
+  } catch (error) {
+    const { line, column, message } = error as {
+      line?: number;
+      column?: number;
+      message?: string;
+    };
+    const reason = (message ?? String(error)).split("\n")[0]
+      .replace(/^Invalid TOML document: /, "");
+    throw new InvalidFileError({
+      path,
+      line,
+      column,
+      reason: `TOML syntax error: ${reason}`,
+    });
+  }
+}
+
+/** The `*.toml` files of a folder (hidden files skipped); none if missing. */
+export function listTomlFiles(
+  folder: string,
+): { name: string; path: string }[] {
+  const files: { name: string; path: string }[] = [];
+  try {
+    for (const entry of Deno.readDirSync(folder)) {
+      if (!entry.name.endsWith(".toml") || entry.name.startsWith(".")) {
+        continue;
+      }
+      if (entry.isDirectory) continue;
+      files.push({
+        name: entry.name.slice(0, -".toml".length),
+        path: join(folder, entry.name),
+      });
+    }
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  return files.sort((a, b) => a.name.localeCompare(b.name));
+}

@@ -1,0 +1,125 @@
+/**
+ * The agent's argv and environment, built from its profile. Pure: no
+ * process, no file, so every rule here is tested without spawning.
+ *
+ * @module
+ */
+
+import { ConfigError } from "../errors.ts";
+import {
+  type ExpandContext,
+  expandPath,
+  expandVariables,
+  UnsetVariableError,
+} from "../expand.ts";
+import type { LoadedProfile } from "../profiles/loader.ts";
+
+/** What the agent is started with. */
+export interface AgentCommand {
+  /** The arguments after the executable. */
+  args: string[];
+  /** The agent's whole environment. */
+  env: Record<string, string>;
+  /** Variables sherlock set or changed (from `[env]` and `[mcp] var`). */
+  envSet: Record<string, string>;
+  /** Variables of the operator's environment that `[forbid] env` removed. */
+  envRemoved: string[];
+}
+
+/**
+ * The arguments after the executable:
+ * `<prefix…> [flag value] <user args…> <suffix…>`, the flag and value as
+ * one `flag=value` token when `[mcp] joined = true`. User arguments are
+ * passed verbatim, whatever they look like.
+ */
+export function buildArgs(
+  loaded: LoadedProfile,
+  renderedPath: string,
+  userArgs: readonly string[],
+): string[] {
+  const { mcp, argv } = loaded.profile;
+  const delivery: string[] = [];
+  if (mcp.mode === "cli-flag" && mcp.flag !== undefined) {
+    const value = mcp.value.replaceAll("{path}", renderedPath);
+    delivery.push(
+      ...(mcp.joined ? [`${mcp.flag}=${value}`] : [mcp.flag, value]),
+    );
+  }
+  return [...argv.prefix, ...delivery, ...userArgs, ...argv.suffix];
+}
+
+/**
+ * The agent's environment: the operator's, plus `[env]` (expanded), plus
+ * `[mcp] var` in env-var mode; then every `[forbid] env` name is removed,
+ * including one that `[env]` set — forbid wins.
+ */
+export function buildEnv(
+  loaded: LoadedProfile,
+  renderedPath: string,
+  context: ExpandContext,
+): Omit<AgentCommand, "args"> {
+  const { profile } = loaded;
+  const envSet: Record<string, string> = {};
+  for (const [name, value] of Object.entries(profile.env)) {
+    envSet[name] = expandOrThrow(
+      loaded,
+      `env.${name}`,
+      () => expandVariables(value, context),
+    );
+  }
+  if (profile.mcp.mode === "env-var" && profile.mcp.var !== undefined) {
+    envSet[profile.mcp.var] = profile.mcp.value.replaceAll(
+      "{path}",
+      renderedPath,
+    );
+  }
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(context.env)) {
+    if (value !== undefined) env[name] = value;
+  }
+  Object.assign(env, envSet);
+  const forbidden = new Set(profile.forbid.env);
+  const envRemoved = [...forbidden].filter((name) => name in env);
+  for (const name of forbidden) {
+    delete env[name];
+    delete envSet[name];
+  }
+  return { env, envSet, envRemoved: envRemoved.sort() };
+}
+
+/** The expanded `[mcp] path` of a config-file profile. */
+export function configFilePath(
+  loaded: LoadedProfile,
+  context: ExpandContext,
+): string {
+  const path = loaded.profile.mcp.path ?? "";
+  const expanded = expandOrThrow(
+    loaded,
+    "mcp.path",
+    () => expandPath(path, context),
+  );
+  if (!expanded.startsWith("/")) {
+    throw new ConfigError(
+      `${loaded.path}: mcp.path: "${expanded}" is not an absolute path; start it with / or ~ or \${VAR}`,
+    );
+  }
+  return expanded;
+}
+
+function expandOrThrow(
+  loaded: LoadedProfile,
+  key: string,
+  expand: () => string,
+): string {
+  try {
+    return expand();
+  } catch (error) {
+    if (error instanceof UnsetVariableError) {
+      throw new ConfigError(
+        `${loaded.path}: ${key}: \${${error.variable}} is not set and has no default; ` +
+          "set it or change the profile",
+      );
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,204 @@
+/**
+ * One agent session, start to end: load the profile and services, get the
+ * tokens, render the config, start the agent, clean up whatever happens.
+ *
+ * @module
+ */
+
+import { formatProblem } from "../config_files.ts";
+import {
+  ExecutableNotFoundError,
+  NotExecutableError,
+  UnavailableError,
+} from "../errors.ts";
+import type { Env, SherlockPaths } from "../paths.ts";
+import { type LoadedProfile, loadProfile } from "../profiles/loader.ts";
+import { renderDocument } from "../render/formats.ts";
+import {
+  runtimeConfigPath,
+  writeRenderedConfig,
+} from "../render/rendered_config.ts";
+import { serverEntries } from "../render/servers.ts";
+import {
+  endSession,
+  newSessionId,
+  newSessionRecord,
+  sweepStaleSessions,
+} from "../render/session_files.ts";
+import { loadServices, needsToken, type Service } from "../services/loader.ts";
+import { ValidationCache } from "../validation_cache.ts";
+import { findExecutable, requireExecutable } from "./executable.ts";
+import { buildArgs, buildEnv, configFilePath } from "./plan.ts";
+import { signalNumber, SignalRelay } from "./spawn.ts";
+
+/** What `sherlock run` asks for. */
+export interface SessionOptions {
+  /** The profile name. */
+  agent: string;
+  /** Everything after the agent's name, verbatim. */
+  userArgs: string[];
+  /** Show what would happen instead of doing it. */
+  dryRun: boolean;
+  /** The operator's environment. */
+  env: Env;
+  /** The operator's user id. */
+  uid: number;
+  /** sherlock's locations. */
+  paths: SherlockPaths;
+  /** Called for each problem that does not stop the session. */
+  onWarning: (message: string) => void;
+}
+
+/** What `--dry-run` shows. */
+export interface DryRunReport {
+  /** The profile as loaded. */
+  profile: LoadedProfile;
+  /** The session id the run would have. */
+  session: string;
+  /** The executable's resolved path, or its name when not found. */
+  executable: string;
+  /** Why the executable could not be used, if it could not. */
+  executableProblem?: string;
+  /** The full argv, the executable first. */
+  argv: string[];
+  /** Variables sherlock sets for the agent. */
+  envSet: Record<string, string>;
+  /** Variables of the operator's environment that the profile forbids. */
+  envRemoved: string[];
+  /** The rendered config's path. */
+  configPath: string;
+  /** The rendered config, every token redacted. */
+  configText: string;
+  /** The services in the config. */
+  services: string[];
+}
+
+/** How a session ended. */
+export type SessionOutcome =
+  | { kind: "dry-run"; report: DryRunReport }
+  | { kind: "exited"; exitCode: number };
+
+/** Runs one session (or reports it, with `dryRun`). */
+export async function runSession(
+  options: SessionOptions,
+): Promise<SessionOutcome> {
+  const { paths } = options;
+  const cache = new ValidationCache(paths.cacheDir);
+  const loaded = await loadProfile(options.agent, { paths, cache });
+  const { services, problems } = await loadServices({ paths, cache });
+  cache.save();
+  for (const problem of problems) {
+    options.onWarning(`skipping service: ${formatProblem(problem)}`);
+  }
+  if (!options.dryRun) sweepStaleSessions(paths.stateDir);
+
+  const session = newSessionId();
+  const tokens = options.dryRun
+    ? new Map<string, string>()
+    : await fetchTokens(services);
+  const document = renderDocument(
+    loaded.profile.mcp.format,
+    serverEntries(services, tokens),
+  );
+  const context = { env: options.env, uid: options.uid };
+  const configPath = loaded.profile.mcp.mode === "config-file"
+    ? configFilePath(loaded, context)
+    : runtimeConfigPath({
+      runtimeDir: paths.runtimeDir,
+      agent: options.agent,
+      session,
+      extension: document.extension,
+    });
+  const args = buildArgs(loaded, configPath, options.userArgs);
+  const { env, envSet, envRemoved } = buildEnv(loaded, configPath, context);
+  const executableName = loaded.profile.agent.executable;
+
+  if (options.dryRun) {
+    const lookup = findExecutable(executableName, env.PATH);
+    const executable = lookup.found ? lookup.path : executableName;
+    return {
+      kind: "dry-run",
+      report: {
+        profile: loaded,
+        session,
+        executable,
+        executableProblem: lookup.found
+          ? undefined
+          : lookup.reason === "missing"
+          ? "not found on PATH"
+          : `${lookup.path} is not executable`,
+        argv: [executable, ...args],
+        envSet,
+        envRemoved,
+        configPath,
+        configText: document.text,
+        services: services.map((service) => service.service.name),
+      },
+    };
+  }
+
+  const executable = requireExecutable({
+    name: executableName,
+    searchPath: env.PATH,
+    agent: options.agent,
+  });
+  const relay = new SignalRelay();
+  const record = newSessionRecord(session, options.agent);
+  try {
+    writeRenderedConfig({
+      stateDir: paths.stateDir,
+      runtimeDir: paths.runtimeDir,
+      record,
+      path: configPath,
+      text: document.text,
+    });
+    if (relay.pending) {
+      return { kind: "exited", exitCode: 128 + signalNumber(relay.pending) };
+    }
+    const exitCode = await relay.spawn({ path: executable, args, env });
+    return { kind: "exited", exitCode };
+  } catch (error) {
+    throw spawnError(error, executable, options.agent);
+  } finally {
+    relay.close();
+    endSession(paths.stateDir, record);
+  }
+}
+
+/**
+ * The tokens of the services that need one. The broker that serves them is
+ * not part of this version yet, so such a service stops the session.
+ */
+function fetchTokens(
+  services: readonly Service[],
+): Promise<Map<string, string>> {
+  const needing = services.filter(needsToken);
+  if (needing.length > 0) {
+    const names = needing.map((service) => service.service.name).join(", ");
+    return Promise.reject(
+      new UnavailableError(
+        `service ${names} needs a token from the broker, which this sherlock does not have yet; ` +
+          `set [token] source = "none" or move the file out of services.d`,
+      ),
+    );
+  }
+  return Promise.resolve(new Map());
+}
+
+function spawnError(
+  error: unknown,
+  executable: string,
+  agent: string,
+): unknown {
+  if (error instanceof Deno.errors.NotFound) {
+    return new ExecutableNotFoundError(
+      `${executable} (agent ${agent}) could not be started: not found; install the agent`,
+    );
+  }
+  if (error instanceof Deno.errors.PermissionDenied) {
+    return new NotExecutableError(
+      `${executable} (agent ${agent}) could not be started: permission denied; check its mode and interpreter`,
+    );
+  }
+  return error;
+}

@@ -1,0 +1,102 @@
+/**
+ * Where sherlock keeps things, following the XDG Base Directory spec.
+ *
+ * Pure: every function takes the environment (and the user id) as input, so
+ * that tests and the launcher compute the same locations without touching
+ * the process's own environment.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { ConfigError } from "./errors.ts";
+
+/** The environment as a plain lookup table. */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** Every location sherlock reads or writes. */
+export interface SherlockPaths {
+  /** `$XDG_CONFIG_HOME/sherlock`: the operator's configuration. */
+  configDir: string;
+  /** `agents.d/`: operator profiles that add to or shadow the built-ins. */
+  agentsDir: string;
+  /** `services.d/`: one MCP server per file. */
+  servicesDir: string;
+  /** `config.toml`: sherlock's own settings. */
+  configFile: string;
+  /** `$XDG_DATA_HOME/sherlock`: the encrypted secret store. */
+  dataDir: string;
+  /** `$XDG_STATE_HOME/sherlock`: session records and the audit log. */
+  stateDir: string;
+  /** `$XDG_CACHE_HOME/sherlock`: the validation cache. */
+  cacheDir: string;
+  /** Per-user, private, preferably tmpfs: rendered configs and the socket. */
+  runtimeDir: string;
+}
+
+/** The XDG variables that have a default below `$HOME`. */
+const XDG_HOME_DEFAULTS: Readonly<Record<string, string>> = {
+  XDG_CONFIG_HOME: ".config",
+  XDG_DATA_HOME: ".local/share",
+  XDG_STATE_HOME: ".local/state",
+  XDG_CACHE_HOME: ".cache",
+};
+
+/**
+ * The value of an XDG base directory variable, or its default when it is
+ * unset or empty (the spec says to treat both alike). `XDG_RUNTIME_DIR` has
+ * no default in the spec; sherlock uses its own per-user temp folder.
+ * Returns undefined for any other name, or when `HOME` is needed and unset.
+ */
+export function xdgDefault(
+  name: string,
+  env: Env,
+  uid: number,
+): string | undefined {
+  if (name === "XDG_RUNTIME_DIR") return fallbackRuntimeDir(env, uid);
+  const relative = XDG_HOME_DEFAULTS[name];
+  if (relative === undefined || !env.HOME) return undefined;
+  return join(env.HOME, relative);
+}
+
+/** Computes every location from the environment and the user id. */
+export function sherlockPaths(env: Env, uid: number): SherlockPaths {
+  const base = (name: string): string => {
+    const value = env[name];
+    if (value && value.startsWith("/")) return value;
+    const fallback = xdgDefault(name, env, uid);
+    if (fallback === undefined) {
+      throw new ConfigError(`neither ${name} nor HOME is set; set HOME`);
+    }
+    return fallback;
+  };
+  const configDir = join(base("XDG_CONFIG_HOME"), "sherlock");
+  const runtime = env.XDG_RUNTIME_DIR;
+  return {
+    configDir,
+    agentsDir: join(configDir, "agents.d"),
+    servicesDir: join(configDir, "services.d"),
+    configFile: join(configDir, "config.toml"),
+    dataDir: join(base("XDG_DATA_HOME"), "sherlock"),
+    stateDir: join(base("XDG_STATE_HOME"), "sherlock"),
+    cacheDir: join(base("XDG_CACHE_HOME"), "sherlock"),
+    runtimeDir: runtime && runtime.startsWith("/")
+      ? join(runtime, "sherlock")
+      : fallbackRuntimeDir(env, uid),
+  };
+}
+
+/**
+ * The runtime folder when `XDG_RUNTIME_DIR` is unset: `sherlock-<uid>` in the
+ * system temp folder. Whoever creates it must make it 0700 and refuse it when
+ * another user owns it or it is a symlink (see `private_files.ts`).
+ */
+export function fallbackRuntimeDir(env: Env, uid: number): string {
+  const tmp = env.TMPDIR && env.TMPDIR.startsWith("/") ? env.TMPDIR : "/tmp";
+  return join(tmp, `sherlock-${uid}`);
+}
+
+/** The current user's id, or 0 where the platform has none (Windows). */
+export function currentUid(): number {
+  return Deno.uid() ?? 0;
+}

@@ -1,0 +1,111 @@
+/**
+ * Private folders (0700) and private files (0600) written atomically.
+ *
+ * Used for everything that may hold a secret or that an attacker on a shared
+ * machine could want to swap: rendered configs, the socket folder, the
+ * secret store, session records, the audit log.
+ *
+ * @module
+ */
+
+import { createHash } from "node:crypto";
+import { dirname } from "node:path";
+import { CantCreateError } from "./errors.ts";
+
+/**
+ * Makes sure `path` is a folder that only the current user can enter: creates
+ * it (and missing parents) with mode 0700, tightens a folder of ours that is
+ * wider, and refuses a symlink or a folder that another user owns.
+ */
+export function ensurePrivateDir(path: string): void {
+  try {
+    Deno.mkdirSync(path, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw new CantCreateError(
+      `cannot create folder ${path}: ${describeFsError(error)}`,
+    );
+  }
+  const info = Deno.lstatSync(path);
+  if (info.isSymlink || !info.isDirectory) {
+    throw new CantCreateError(
+      `${path} is not a plain folder (a symlink or a file); remove it and try again`,
+    );
+  }
+  const uid = Deno.uid();
+  if (uid !== null && info.uid !== null && info.uid !== uid) {
+    throw new CantCreateError(
+      `${path} belongs to another user (uid ${info.uid}); remove it or set XDG_RUNTIME_DIR`,
+    );
+  }
+  if (info.mode !== null && (info.mode & 0o077) !== 0) {
+    Deno.chmodSync(path, 0o700);
+  }
+}
+
+/**
+ * Writes `data` to `path` with mode 0600: first to a new file beside it
+ * (created exclusively, so a planted symlink cannot redirect it), synced,
+ * then renamed over `path`. Readers see the old content or the new, never a
+ * part. The parent folder must exist.
+ */
+export function writePrivateFile(path: string, data: string): void {
+  const temporary = `${path}.${crypto.randomUUID().slice(0, 8)}.tmp`;
+  try {
+    const file = Deno.openSync(temporary, {
+      write: true,
+      createNew: true,
+      mode: 0o600,
+    });
+    try {
+      file.writeSync(new TextEncoder().encode(data));
+      file.syncDataSync();
+    } finally {
+      file.close();
+    }
+    Deno.chmodSync(temporary, 0o600);
+    Deno.renameSync(temporary, path);
+  } catch (error) {
+    removeIfPresent(temporary);
+    throw new CantCreateError(
+      `cannot write ${path}: ${describeFsError(error)}`,
+    );
+  }
+}
+
+/** Removes a file; a file that is already gone is not an error. */
+export function removeIfPresent(path: string): void {
+  try {
+    Deno.removeSync(path);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+}
+
+/** Reads a text file, or returns undefined when it does not exist. */
+export function readTextIfPresent(path: string): string | undefined {
+  try {
+    return Deno.readTextFileSync(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw error;
+  }
+}
+
+/** The SHA-256 of a string as lowercase hex. */
+export function sha256Hex(data: string | Uint8Array): string {
+  return createHash("sha256").update(data).digest("hex");
+}
+
+/** Ensures the folder that will hold `path` exists and is private. */
+export function ensurePrivateParent(path: string): void {
+  ensurePrivateDir(dirname(path));
+}
+
+/** A short reason for a file-system error, without a stack trace. */
+export function describeFsError(error: unknown): string {
+  if (error instanceof Deno.errors.PermissionDenied) return "permission denied";
+  if (error instanceof Deno.errors.NotFound) return "no such file or folder";
+  if (error instanceof Deno.errors.AlreadyExists) return "already exists";
+  if (error instanceof Error) return error.message;
+  return String(error);
+}

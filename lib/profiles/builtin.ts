@@ -1,0 +1,22 @@
+/**
+ * The built-in profiles: the TOML files under `profiles/`, embedded with text
+ * imports so that `deno run`, `deno test` and `deno compile` see the same
+ * bytes. A test validates each against the schema and checks that it spells
+ * out every default, which is why the launch path may trust them unvalidated.
+ *
+ * @module
+ */
+
+import claude from "../../profiles/claude.toml" with { type: "text" };
+import copilot from "../../profiles/copilot.toml" with { type: "text" };
+
+/** The TOML text of each built-in profile, by name. */
+export const BUILTIN_PROFILES: Readonly<Record<string, string>> = {
+  claude,
+  copilot,
+};
+
+/** The path shown for a built-in profile in messages. */
+export function builtinPath(name: string): string {
+  return `built-in:${name}.toml`;
+}

@@ -1,0 +1,141 @@
+/**
+ * Finds and loads agent profiles: the built-ins, and the operator's files in
+ * `agents.d/`, each of which shadows a built-in of the same name entirely.
+ *
+ * A malformed operator file is never half-loaded: loading it throws (for
+ * `run`), or it is listed as a problem while every other profile loads (for
+ * `sherlock agents`).
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import {
+  type FileProblem,
+  InvalidFileError,
+  listTomlFiles,
+  parseTomlText,
+  readTomlFile,
+  type Validator,
+} from "../config_files.ts";
+import { UsageError } from "../errors.ts";
+import type { SherlockPaths } from "../paths.ts";
+import type { ValidationCache } from "../validation_cache.ts";
+import { BUILTIN_PROFILES, builtinPath } from "./builtin.ts";
+import type { Profile } from "./schema.ts";
+
+export type { Profile } from "./schema.ts";
+
+/** A profile together with where it came from. */
+export interface LoadedProfile {
+  /** The normalized profile. */
+  profile: Profile;
+  /** `built-in`, or `override` for a file in `agents.d/`. */
+  source: "built-in" | "override";
+  /** The file's path (`built-in:<name>.toml` for a built-in). */
+  path: string;
+  /** True when an override shadows a built-in of the same name. */
+  shadowsBuiltin: boolean;
+}
+
+/** Every loadable profile, and the problems of those that are not. */
+export interface ProfileListing {
+  /** The loaded profiles, sorted by name. */
+  profiles: LoadedProfile[];
+  /** One problem per malformed file, sorted by path. */
+  problems: FileProblem[];
+}
+
+/** Where to look and what to reuse. */
+export interface ProfileSources {
+  /** sherlock's locations (for `agents.d/`). */
+  paths: SherlockPaths;
+  /** Earlier successful validations. */
+  cache: ValidationCache;
+}
+
+/**
+ * The names of every profile, without reading any file: the built-ins and
+ * the basenames of `agents.d/*.toml`. Used to recognize `sherlock <agent>`.
+ */
+export function profileNames(paths: SherlockPaths): Set<string> {
+  const names = new Set(Object.keys(BUILTIN_PROFILES));
+  for (const file of listTomlFiles(paths.agentsDir)) names.add(file.name);
+  return names;
+}
+
+/**
+ * Loads one profile by name. Throws {@linkcode UsageError} when there is no
+ * such profile and {@linkcode InvalidFileError} when its file is malformed.
+ */
+export async function loadProfile(
+  name: string,
+  sources: ProfileSources,
+): Promise<LoadedProfile> {
+  const overridePath = join(sources.paths.agentsDir, `${name}.toml`);
+  let text: string | undefined;
+  try {
+    text = Deno.readTextFileSync(overridePath);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  if (text !== undefined) {
+    return {
+      profile: await readTomlFile({
+        kind: "profile",
+        path: overridePath,
+        text,
+        loadValidator: () => loadProfileValidator(name),
+        cache: sources.cache,
+      }),
+      source: "override",
+      path: overridePath,
+      shadowsBuiltin: name in BUILTIN_PROFILES,
+    };
+  }
+  const builtin = Object.hasOwn(BUILTIN_PROFILES, name)
+    ? BUILTIN_PROFILES[name]
+    : undefined;
+  if (builtin === undefined) {
+    throw new UsageError(
+      `no agent profile named "${name}"; run "sherlock agents" to list them`,
+    );
+  }
+  return {
+    // Built-ins spell out every default and are validated by a test.
+    profile: parseTomlText(builtinPath(name), builtin) as unknown as Profile,
+    source: "built-in",
+    path: builtinPath(name),
+    shadowsBuiltin: false,
+  };
+}
+
+/** Loads every profile; malformed files become problems, not errors. */
+export async function loadAllProfiles(
+  sources: ProfileSources,
+): Promise<ProfileListing> {
+  const profiles: LoadedProfile[] = [];
+  const problems: FileProblem[] = [];
+  for (const name of [...profileNames(sources.paths)].sort()) {
+    try {
+      profiles.push(await loadProfile(name, sources));
+    } catch (error) {
+      if (!(error instanceof InvalidFileError)) throw error;
+      problems.push(error.problem);
+    }
+  }
+  return { profiles, problems };
+}
+
+async function loadProfileValidator(
+  basename: string,
+): Promise<Validator<Profile>> {
+  const { validateProfile } = await import("./schema.ts");
+  const { requireNameMatchesFile } = await import("../schema_problems.ts");
+  return requireNameMatchesFile({
+    validate: validateProfile,
+    basename,
+    key: ["agent", "name"],
+    nameOf: (profile) => profile.agent.name,
+  });
+}

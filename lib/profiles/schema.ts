@@ -1,0 +1,92 @@
+/**
+ * The agent profile schema (zod, strict: unknown keys are errors).
+ *
+ * Imported lazily: only when an operator's profile changed since it last
+ * validated, by `sherlock agents`, and by the tests that check the built-in
+ * profiles. The launch path uses the {@linkcode Profile} type only.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import type { Validation } from "../config_files.ts";
+import { ENV_NAME_PATTERN, NAME_PATTERN } from "../names.ts";
+import { MCP_FORMATS } from "../render/format_names.ts";
+import { validateWith } from "../schema_problems.ts";
+
+const name = z.string().regex(
+  NAME_PATTERN,
+  "must be lowercase letters, digits, '-' or '_', starting with a letter or digit",
+);
+const envName = z.string().regex(
+  ENV_NAME_PATTERN,
+  "must be an environment variable name (letters, digits, '_')",
+);
+
+const mcpSchema = z.strictObject({
+  mode: z.enum(["cli-flag", "env-var", "config-file"]),
+  flag: z.string().regex(/^-/, "must start with '-'").optional(),
+  var: envName.optional(),
+  path: z.string().min(1, "must not be empty").optional(),
+  value: z.string().includes("{path}", {
+    message: "must contain {path}",
+  }).default("{path}"),
+  joined: z.boolean().default(false),
+  format: z.enum(MCP_FORMATS).default("mcp-json"),
+}).superRefine((mcp, context) => {
+  const needs = { "cli-flag": "flag", "env-var": "var", "config-file": "path" }[
+    mcp.mode
+  ] as "flag" | "var" | "path";
+  if (mcp[needs] === undefined) {
+    context.addIssue({
+      code: "custom",
+      path: [needs],
+      message: `missing; mode = "${mcp.mode}" needs ${needs}`,
+    });
+  }
+  for (const key of ["flag", "var", "path"] as const) {
+    if (key !== needs && mcp[key] !== undefined) {
+      context.addIssue({
+        code: "custom",
+        path: [key],
+        message: `not used with mode = "${mcp.mode}"; remove it`,
+      });
+    }
+  }
+  if (mcp.joined && mcp.mode !== "cli-flag") {
+    context.addIssue({
+      code: "custom",
+      path: ["joined"],
+      message: `only applies to mode = "cli-flag"`,
+    });
+  }
+});
+
+/** An agent profile as the schema normalizes it (every default filled in). */
+export const profileSchema = z.strictObject({
+  agent: z.strictObject({
+    name,
+    executable: z.string().min(1, "must not be empty"),
+    description: z.string().default(""),
+  }),
+  mcp: mcpSchema,
+  env: z.record(envName, z.string()).default({}),
+  argv: z.strictObject({
+    prefix: z.array(z.string()).default([]),
+    suffix: z.array(z.string()).default([]),
+  }).default({ prefix: [], suffix: [] }),
+  forbid: z.strictObject({
+    env: z.array(envName).default([]),
+  }).default({ env: [] }),
+});
+
+/** A validated, normalized agent profile. */
+export type Profile = z.output<typeof profileSchema>;
+
+/** Validates a parsed profile file. */
+export function validateProfile(
+  raw: unknown,
+  text: string,
+): Validation<Profile> {
+  return validateWith(profileSchema, raw, text);
+}

@@ -1,0 +1,236 @@
+/**
+ * The files a session wrote, recorded before they are written, so that they
+ * are removed when the session ends — and, when sherlock itself died
+ * (SIGKILL, power loss), by the next sherlock that starts.
+ *
+ * A record is `$XDG_STATE_HOME/sherlock/sessions/<session>.json`: the
+ * session's process (pid and start time), and each file's path and SHA-256.
+ * A file is removed only while it still holds exactly what sherlock wrote,
+ * so a file the operator replaced in the meantime is never touched. Records
+ * live in the state folder rather than the runtime folder because a
+ * `config-file` profile writes outside the runtime folder, and such a file
+ * must still be cleaned up after a reboot.
+ *
+ * @module
+ */
+
+import process from "node:process";
+import { join } from "node:path";
+import { CantCreateError } from "../errors.ts";
+import {
+  describeFsError,
+  ensurePrivateDir,
+  readTextIfPresent,
+  removeIfPresent,
+  sha256Hex,
+  writePrivateFile,
+} from "../private_files.ts";
+
+/** One file a session wrote. */
+export interface WrittenFile {
+  /** Its absolute path. */
+  path: string;
+  /** The SHA-256 of the bytes sherlock wrote. */
+  sha256: string;
+}
+
+/** What a session wrote, and which process it belongs to. */
+export interface SessionRecord {
+  /** The record format. */
+  version: 1;
+  /** The session id. */
+  session: string;
+  /** The agent's profile name. */
+  agent: string;
+  /** The pid of the sherlock process that runs the session. */
+  pid: number;
+  /** That process's start time (Linux), to survive pid reuse. */
+  processStart: string | null;
+  /** When the session started (RFC 3339). */
+  created: string;
+  /** The files it wrote. */
+  files: WrittenFile[];
+}
+
+/** A session's id: 12 random hex digits. */
+export function newSessionId(): string {
+  return crypto.randomUUID().replaceAll("-", "").slice(0, 12);
+}
+
+/** The folder of session records. */
+export function sessionsDir(stateDir: string): string {
+  return join(stateDir, "sessions");
+}
+
+/** Starts a record for this process; files are added before they are written. */
+export function newSessionRecord(
+  session: string,
+  agent: string,
+): SessionRecord {
+  return {
+    version: 1,
+    session,
+    agent,
+    pid: Deno.pid,
+    processStart: processStartTime(Deno.pid),
+    created: new Date().toISOString(),
+    files: [],
+  };
+}
+
+/** Saves a record (0600 in a 0700 folder). */
+export function saveSessionRecord(
+  stateDir: string,
+  record: SessionRecord,
+): void {
+  const folder = sessionsDir(stateDir);
+  ensurePrivateDir(folder);
+  writePrivateFile(
+    join(folder, `${record.session}.json`),
+    JSON.stringify(record),
+  );
+}
+
+/**
+ * Ends a session: removes each of its files that still holds what sherlock
+ * wrote, then the record. Never throws for a file that is already gone.
+ */
+export function endSession(stateDir: string, record: SessionRecord): void {
+  for (const file of record.files) removeIfUnchanged(file);
+  removeIfPresent(join(sessionsDir(stateDir), `${record.session}.json`));
+}
+
+/**
+ * Ends every recorded session whose process is gone. Returns the records it
+ * ended. A record that cannot be read is left for the operator to inspect.
+ */
+export function sweepStaleSessions(stateDir: string): SessionRecord[] {
+  const swept: SessionRecord[] = [];
+  for (const record of readSessionRecords(stateDir)) {
+    if (isSessionAlive(record)) continue;
+    endSession(stateDir, record);
+    swept.push(record);
+  }
+  return swept;
+}
+
+/** Every readable session record. */
+export function readSessionRecords(stateDir: string): SessionRecord[] {
+  const folder = sessionsDir(stateDir);
+  const records: SessionRecord[] = [];
+  let entries: Deno.DirEntry[];
+  try {
+    entries = [...Deno.readDirSync(folder)];
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return records;
+    throw error;
+  }
+  for (const entry of entries) {
+    if (!entry.isFile || !entry.name.endsWith(".json")) continue;
+    try {
+      const text = readTextIfPresent(join(folder, entry.name));
+      if (text === undefined) continue;
+      const record = JSON.parse(text) as SessionRecord;
+      if (record.version === 1 && Array.isArray(record.files)) {
+        records.push(record);
+      }
+    } catch {
+      // A record we cannot read is not ours to delete.
+    }
+  }
+  return records;
+}
+
+/** The live session that wrote `path`, if any. */
+export function liveSessionOwning(
+  stateDir: string,
+  path: string,
+): SessionRecord | undefined {
+  return readSessionRecords(stateDir).find((record) =>
+    isSessionAlive(record) && record.files.some((file) => file.path === path)
+  );
+}
+
+/** True while the process that runs the session exists. */
+export function isSessionAlive(record: SessionRecord): boolean {
+  if (!isProcessAlive(record.pid)) return false;
+  const start = processStartTime(record.pid);
+  return start === null || record.processStart === null ||
+    start === record.processStart;
+}
+
+/**
+ * Writes a file of this session: 0600, atomically, and exclusively — if
+ * anything already exists at `path`, nothing is written and
+ * {@linkcode CantCreateError} says who owns it. The record must already list
+ * the file (see {@linkcode recordFile}).
+ */
+export function writeSessionFile(
+  options: { stateDir: string; path: string; text: string },
+): void {
+  const temporary = `${options.path}.${crypto.randomUUID().slice(0, 8)}.tmp`;
+  try {
+    writePrivateFile(temporary, options.text);
+    Deno.linkSync(temporary, options.path);
+  } catch (error) {
+    if (error instanceof Deno.errors.AlreadyExists) {
+      const owner = liveSessionOwning(options.stateDir, options.path);
+      throw new CantCreateError(
+        owner
+          ? `${options.path} is in use by sherlock session ${owner.session} ` +
+            `(${owner.agent}, pid ${owner.pid}); wait for it to end`
+          : `${options.path} exists and sherlock did not write it; ` +
+            "move it away or change the profile's [mcp] path",
+      );
+    }
+    if (error instanceof CantCreateError) throw error;
+    throw new CantCreateError(
+      `cannot write ${options.path}: ${describeFsError(error)}`,
+    );
+  } finally {
+    removeIfPresent(temporary);
+  }
+}
+
+/** Adds a file to the record (before it is written). */
+export function recordFile(
+  record: SessionRecord,
+  path: string,
+  text: string,
+): void {
+  record.files.push({ path, sha256: sha256Hex(text) });
+}
+
+function removeIfUnchanged(file: WrittenFile): void {
+  let bytes: Uint8Array;
+  try {
+    bytes = Deno.readFileSync(file.path);
+  } catch {
+    return;
+  }
+  if (sha256Hex(bytes) === file.sha256) removeIfPresent(file.path);
+}
+
+function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    // ESRCH: gone. EPERM: the pid now belongs to another user, so it is not
+    // the sherlock that wrote the record either.
+    return false;
+  }
+}
+
+/** The process's start time in clock ticks since boot (Linux), else null. */
+function processStartTime(pid: number): string | null {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    // Field 22; the command name (field 2) may contain spaces, so count
+    // from the closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return fields[19] ?? null;
+  } catch {
+    return null;
+  }
+}

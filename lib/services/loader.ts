@@ -1,0 +1,72 @@
+/**
+ * Loads the operator's services from `services.d/`. Every valid file is a
+ * service of every session; a malformed file is reported and skipped, never
+ * half-loaded.
+ *
+ * @module
+ */
+
+import {
+  type FileProblem,
+  InvalidFileError,
+  listTomlFiles,
+  readTomlFile,
+  type Validator,
+} from "../config_files.ts";
+import type { SherlockPaths } from "../paths.ts";
+import type { ValidationCache } from "../validation_cache.ts";
+import type { Service } from "./schema.ts";
+
+export type { RemoteServer, Service, StdioServer } from "./schema.ts";
+
+/** The services that loaded, and the problems of those that did not. */
+export interface ServiceListing {
+  /** Valid services, sorted by name. */
+  services: Service[];
+  /** One problem per malformed file. */
+  problems: FileProblem[];
+}
+
+/** Loads every file in `services.d/`. */
+export async function loadServices(sources: {
+  paths: SherlockPaths;
+  cache: ValidationCache;
+}): Promise<ServiceListing> {
+  const services: Service[] = [];
+  const problems: FileProblem[] = [];
+  for (const file of listTomlFiles(sources.paths.servicesDir)) {
+    try {
+      services.push(
+        await readTomlFile({
+          kind: "service",
+          path: file.path,
+          text: Deno.readTextFileSync(file.path),
+          loadValidator: () => loadServiceValidator(file.name),
+          cache: sources.cache,
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof InvalidFileError)) throw error;
+      problems.push(error.problem);
+    }
+  }
+  return { services, problems };
+}
+
+/** True when the broker must supply a token for this service. */
+export function needsToken(service: Service): boolean {
+  return service.token.source !== "none";
+}
+
+async function loadServiceValidator(
+  basename: string,
+): Promise<Validator<Service>> {
+  const { validateService } = await import("./schema.ts");
+  const { requireNameMatchesFile } = await import("../schema_problems.ts");
+  return requireNameMatchesFile({
+    validate: validateService,
+    basename,
+    key: ["service", "name"],
+    nameOf: (service) => service.service.name,
+  });
+}

@@ -1,0 +1,191 @@
+/**
+ * The service schema (`services.d/<name>.toml`): one MCP server, stdio or
+ * remote, and how the broker gets its token. Strict: unknown keys are errors.
+ *
+ * Imported lazily, like the profile schema; the launch path uses the
+ * {@linkcode Service} type only.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import type { Validation } from "../config_files.ts";
+import { ENV_NAME_PATTERN, NAME_PATTERN } from "../names.ts";
+import { validateWith } from "../schema_problems.ts";
+
+const envName = z.string().regex(
+  ENV_NAME_PATTERN,
+  "must be an environment variable name (letters, digits, '_')",
+);
+
+const serverSchema = z.strictObject({
+  command: z.string().min(1, "must not be empty").optional(),
+  args: z.array(z.string()).optional(),
+  env: z.record(envName, z.string()).optional(),
+  url: z.url({
+    protocol: /^https?$/,
+    error: "must be an http:// or https:// URL",
+  }).optional(),
+  transport: z.enum(["http", "sse"]).optional(),
+  headers: z.record(z.string(), z.string()).optional(),
+}).superRefine((server, context) => {
+  if ((server.command === undefined) === (server.url === undefined)) {
+    context.addIssue({
+      code: "custom",
+      path: [server.command === undefined ? "command" : "url"],
+      message: server.command === undefined
+        ? "missing; set command (a stdio server) or url (a remote server)"
+        : "set command or url, not both",
+    });
+    return;
+  }
+  const unused = server.command === undefined
+    ? (["args", "env"] as const)
+    : (["transport", "headers"] as const);
+  for (const key of unused) {
+    if (server[key] !== undefined) {
+      context.addIssue({
+        code: "custom",
+        path: [key],
+        message: server.command === undefined
+          ? "only applies to a stdio server (command); remove it"
+          : "only applies to a remote server (url); remove it",
+      });
+    }
+  }
+});
+
+const tokenSchema = z.strictObject({
+  source: z.enum(["none", "secret", "command"], {
+    error: (issue) =>
+      issue.input === "oidc"
+        ? "oidc is not available in this version of sherlock; use command or secret"
+        : `must be one of "none", "secret", "command"`,
+  }),
+  command: z.array(z.string()).min(1, "must name a program").optional(),
+  env: envName.optional(),
+  header: z.string().regex(/^[A-Za-z0-9-]+$/, "must be an HTTP header name")
+    .optional(),
+  format: z.string().includes("{token}", { message: "must contain {token}" })
+    .optional(),
+  ttl: z.int().positive("must be a positive number of seconds").optional(),
+  timeout: z.number().positive("must be a positive number of seconds")
+    .default(30),
+  delivery: z.enum(["inline", "shim"]).optional(),
+});
+
+/** A service file as the schema normalizes it. */
+export const serviceSchema = z.strictObject({
+  service: z.strictObject({
+    name: z.string().regex(
+      NAME_PATTERN,
+      "must be lowercase letters, digits, '-' or '_', starting with a letter or digit",
+    ),
+    description: z.string().default(""),
+  }),
+  server: serverSchema,
+  token: tokenSchema.default({ source: "none", timeout: 30 }),
+}).superRefine((service, context) => {
+  const { server, token } = service;
+  const issue = (key: string, message: string) =>
+    context.addIssue({ code: "custom", path: ["token", key], message });
+  if (token.source === "command" && token.command === undefined) {
+    issue("command", `missing; source = "command" needs the helper's argv`);
+  }
+  if (token.source !== "command" && token.command !== undefined) {
+    issue("command", `only applies to source = "command"; remove it`);
+  }
+  const stdio = server.command !== undefined;
+  if (token.source === "none") {
+    for (const key of ["env", "header", "format", "ttl", "delivery"] as const) {
+      if (token[key] !== undefined) {
+        issue(key, `not used with source = "none"; remove it`);
+      }
+    }
+    return;
+  }
+  if (stdio && token.env === undefined) {
+    issue(
+      "env",
+      "missing; name the variable the stdio server reads its token from",
+    );
+  }
+  if (stdio && token.header !== undefined) {
+    issue("header", "only applies to a remote server (url); use env");
+  }
+  if (!stdio && token.header === undefined) {
+    issue("header", "missing; name the HTTP header that carries the token");
+  }
+  if (!stdio && token.env !== undefined) {
+    issue("env", "only applies to a stdio server (command); use header");
+  }
+}).transform((service): NormalizedService => ({
+  service: service.service,
+  server: service.server.command !== undefined
+    ? {
+      command: service.server.command,
+      args: service.server.args ?? [],
+      env: service.server.env ?? {},
+    }
+    : {
+      url: service.server.url as string,
+      transport: service.server.transport ?? "http",
+      headers: service.server.headers ?? {},
+    },
+  token: {
+    ...service.token,
+    format: service.token.format ??
+      (service.token.header ? "Bearer {token}" : "{token}"),
+  },
+}));
+
+/** A validated, normalized service. */
+export type Service = z.output<typeof serviceSchema>;
+
+/** The token part of a normalized service. */
+export interface TokenSpec {
+  /** Where the broker gets the token. */
+  source: "none" | "secret" | "command";
+  /** The credential helper's argv (`source = "command"`). */
+  command?: string[];
+  /** The variable a stdio server reads the token from. */
+  env?: string;
+  /** The header a remote server reads the token from. */
+  header?: string;
+  /** How the token is written into `env` or `header`: contains `{token}`. */
+  format: string;
+  /** Seconds to cache a token whose helper gives no expiry. */
+  ttl?: number;
+  /** Seconds the helper may take. */
+  timeout: number;
+  /** Overrides config.toml's `[render] tokens` for this service. */
+  delivery?: "inline" | "shim";
+}
+
+interface NormalizedService {
+  service: { name: string; description: string };
+  server: StdioServer | RemoteServer;
+  token: TokenSpec;
+}
+
+/** A stdio server: sherlock's agent starts `command args…` with `env`. */
+export type StdioServer = {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+};
+
+/** A remote server the agent connects to over HTTP. */
+export type RemoteServer = {
+  url: string;
+  transport: "http" | "sse";
+  headers: Record<string, string>;
+};
+
+/** Validates a parsed service file. */
+export function validateService(
+  raw: unknown,
+  text: string,
+): Validation<Service> {
+  return validateWith(serviceSchema, raw, text);
+}

@@ -1,0 +1,116 @@
+/**
+ * A cache of profile, service and config files that validated before.
+ *
+ * Importing zod costs about as much as Deno's whole start-up, so the launch
+ * path validates a file only when its bytes changed since the last
+ * successful validation. The key is a hash of sherlock's version, the cache
+ * revision, the file's kind, path and bytes; the value is the normalized
+ * result the schema produced. Files that fail validation are never cached,
+ * so they are reported every time.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import {
+  ensurePrivateDir,
+  readTextIfPresent,
+  sha256Hex,
+  writePrivateFile,
+} from "./private_files.ts";
+import { VERSION } from "./version.ts";
+
+/**
+ * Bump when a schema's output changes shape without a version change, so
+ * that entries written by the older schema are not reused.
+ */
+const CACHE_REVISION = 1;
+
+/** Entries beyond this are dropped, oldest first. */
+const MAX_ENTRIES = 256;
+
+interface CacheEntry {
+  /** When the entry was last used, in ms since the epoch. */
+  used: number;
+  /** The schema's normalized output. */
+  value: unknown;
+}
+
+interface CacheDocument {
+  revision: number;
+  entries: Record<string, CacheEntry>;
+}
+
+/** The validation cache of one process: read once, written once if changed. */
+export class ValidationCache {
+  #file: string | undefined;
+  #entries: Record<string, CacheEntry>;
+  #dirty = false;
+
+  /**
+   * Opens the cache in `cacheDir` (nothing is read until now, nothing is
+   * written until {@linkcode ValidationCache.save}). Without a folder, the
+   * cache only lives in memory.
+   */
+  constructor(cacheDir?: string) {
+    this.#file = cacheDir ? join(cacheDir, "validated.json") : undefined;
+    this.#entries = this.#file ? readEntries(this.#file) : {};
+  }
+
+  /** The key for one file's bytes. */
+  static key(kind: string, path: string, text: string): string {
+    return sha256Hex(
+      `${VERSION}\0${CACHE_REVISION}\0${kind}\0${path}\0${text}`,
+    );
+  }
+
+  /** The cached normalized value for `key`, if any. */
+  get(key: string): unknown {
+    const entry = this.#entries[key];
+    if (entry === undefined) return undefined;
+    return entry.value;
+  }
+
+  /** Records a successful validation. */
+  set(key: string, value: unknown): void {
+    this.#entries[key] = { used: Date.now(), value };
+    this.#dirty = true;
+  }
+
+  /**
+   * Writes the cache back when something was added. A failure to write is
+   * ignored: the cache only saves time, it is never needed for correctness.
+   */
+  save(): void {
+    if (!this.#dirty || this.#file === undefined) return;
+    const kept = Object.entries(this.#entries)
+      .sort(([, a], [, b]) => b.used - a.used)
+      .slice(0, MAX_ENTRIES);
+    const document: CacheDocument = {
+      revision: CACHE_REVISION,
+      entries: Object.fromEntries(kept),
+    };
+    try {
+      ensurePrivateDir(join(this.#file, ".."));
+      writePrivateFile(this.#file, JSON.stringify(document));
+      this.#dirty = false;
+    } catch {
+      // The cache is an optimization; a read-only home must not stop a launch.
+    }
+  }
+}
+
+function readEntries(file: string): Record<string, CacheEntry> {
+  try {
+    const text = readTextIfPresent(file);
+    if (text === undefined) return {};
+    const document = JSON.parse(text) as CacheDocument;
+    if (document.revision !== CACHE_REVISION) return {};
+    if (typeof document.entries !== "object" || document.entries === null) {
+      return {};
+    }
+    return document.entries;
+  } catch {
+    return {};
+  }
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: ./scripts/test.sh
+# Bootstraps Deno 2.9.x from the npm registry when it is missing, checks
+# formatting, lint and types, then runs the unit, integration and e2e tests.
+# Extra arguments go to `deno test` (e.g. a path or --filter).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/ensure_deno.sh"
+cd "$sherlock_root"
+
+echo "== deno fmt --check, deno lint, deno check" >&2
+"$DENO" fmt --check
+"$DENO" lint
+"$DENO" check main.ts scripts/ tests/
+
+echo "== deno test" >&2
+"$DENO" test --allow-all --quiet "$@"

@@ -24,6 +24,28 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
     summary: "list the agent profiles, or show one",
     load: async () => (await import("./agents.ts")).agentsCommand,
   },
+  login: {
+    summary:
+      "unlock the secret store in the broker (creates it the first time)",
+    load: async () => (await import("./login.ts")).loginCommand,
+  },
+  logout: {
+    summary: "lock the store and drop cached tokens",
+    load: async () => (await import("./login.ts")).logoutCommand,
+  },
+  whoami: {
+    summary: "who is logged in, through which provider, since when",
+    load: async () => (await import("./login.ts")).whoamiCommand,
+  },
+  secret: {
+    summary: "set, remove or list the secrets of the local store",
+    load: async () => (await import("./secret.ts")).secretCommand,
+  },
+  broker: {
+    summary:
+      "serve, start, stop or inspect the credential broker; its audit log",
+    load: async () => (await import("./broker.ts")).brokerCommand,
+  },
   help: {
     summary: "show this help, or a command's",
     load: async () => (await import("./help.ts")).helpCommand,

@@ -6,10 +6,12 @@
  */
 
 import { formatProblem } from "../config_files.ts";
+import { ensureBroker, fetchTokens, whoami } from "../broker/client.ts";
+import { socketPath } from "../broker/protocol.ts";
 import {
   ExecutableNotFoundError,
+  NoPermissionError,
   NotExecutableError,
-  UnavailableError,
 } from "../errors.ts";
 import type { Env, SherlockPaths } from "../paths.ts";
 import { type LoadedProfile, loadProfile } from "../profiles/loader.ts";
@@ -95,7 +97,12 @@ export async function runSession(
   const session = newSessionId();
   const tokens = options.dryRun
     ? new Map<string, string>()
-    : await fetchTokens(services);
+    : await fetchSessionTokens({
+      services,
+      runtimeDir: paths.runtimeDir,
+      session,
+      agent: options.agent,
+    });
   const document = renderDocument(
     loaded.profile.mcp.format,
     serverEntries(services, tokens),
@@ -166,23 +173,39 @@ export async function runSession(
 }
 
 /**
- * The tokens of the services that need one. The broker that serves them is
- * not part of this version yet, so such a service stops the session.
+ * The tokens of the services that need one, from the broker: started when
+ * it is not running, asked who is logged in (not logged in → exit 77 with
+ * what to do), then one request per service, all at once. No broker is
+ * involved when no service needs a token.
  */
-function fetchTokens(
-  services: readonly Service[],
+async function fetchSessionTokens(
+  options: {
+    services: readonly Service[];
+    runtimeDir: string;
+    session: string;
+    agent: string;
+  },
 ): Promise<Map<string, string>> {
-  const needing = services.filter(needsToken);
-  if (needing.length > 0) {
-    const names = needing.map((service) => service.service.name).join(", ");
-    return Promise.reject(
-      new UnavailableError(
-        `service ${names} needs a token from the broker, which this sherlock does not have yet; ` +
-          `set [token] source = "none" or move the file out of services.d`,
-      ),
+  const needing = options.services.filter(needsToken).map((service) =>
+    service.service.name
+  );
+  if (needing.length === 0) return new Map();
+  const socket = socketPath(options.runtimeDir);
+  await ensureBroker({ socket });
+  const who = await whoami(socket);
+  if (!who.loggedIn) {
+    throw new NoPermissionError(
+      `not logged in to the broker (services ${
+        needing.join(", ")
+      } need tokens); run "sherlock login"`,
     );
   }
-  return Promise.resolve(new Map());
+  return await fetchTokens({
+    socket,
+    services: needing,
+    session: options.session,
+    agent: options.agent,
+  });
 }
 
 function spawnError(

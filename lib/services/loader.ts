@@ -13,7 +13,9 @@ import {
   readTomlFile,
   type Validator,
 } from "../config_files.ts";
+import { join } from "node:path";
 import type { SherlockPaths } from "../paths.ts";
+import { readTextIfPresent } from "../private_files.ts";
 import type { ValidationCache } from "../validation_cache.ts";
 import type { Service } from "./schema.ts";
 
@@ -51,6 +53,27 @@ export async function loadServices(sources: {
     }
   }
   return { services, problems };
+}
+
+/**
+ * Loads one service by name (the broker does this for every token request,
+ * so that a changed file takes effect at once). Returns undefined when there
+ * is no such file; throws `InvalidFileError` when it is malformed.
+ */
+export async function loadService(
+  name: string,
+  sources: { paths: SherlockPaths; cache: ValidationCache },
+): Promise<Service | undefined> {
+  const path = join(sources.paths.servicesDir, `${name}.toml`);
+  const text = readTextIfPresent(path);
+  if (text === undefined) return undefined;
+  return await readTomlFile({
+    kind: "service",
+    path,
+    text,
+    loadValidator: () => loadServiceValidator(name),
+    cache: sources.cache,
+  });
 }
 
 /** True when the broker must supply a token for this service. */

@@ -1,0 +1,268 @@
+/**
+ * The daemon's HTTP routes. Every request gets a JSON answer; a malformed,
+ * oversized or unknown request gets a 4xx with an {@linkcode ErrorBody}, and
+ * nothing a request does can stop the daemon.
+ *
+ * @module
+ */
+
+import { NAME_PATTERN } from "../../names.ts";
+import { VERSION } from "../../version.ts";
+import {
+  type ErrorBody,
+  type ErrorCode,
+  type Health,
+  type LoginRequest,
+  MAX_BODY_BYTES,
+  type SecretList,
+  type SecretValue,
+  type TokenRequest,
+} from "../protocol.ts";
+import { appendAudit } from "./audit_log.ts";
+import type { LoginState } from "./login_state.ts";
+import { BrokerRequestError, type TokenBroker } from "./token_broker.ts";
+
+/** What the routes work with. */
+export interface HandlerContext {
+  /** The daemon's login. */
+  login: LoginState;
+  /** The daemon's token broker. */
+  tokens: TokenBroker;
+  /** sherlock's state folder (audit log). */
+  stateDir: string;
+  /** When the daemon started. */
+  started: Date;
+  /** Asks the daemon to stop after answering. */
+  shutdown: () => void;
+  /** Writes a line to the daemon's own log (never a secret). */
+  log: (line: string) => void;
+}
+
+/** Answers one request. Never throws. */
+export async function handleRequest(
+  request: Request,
+  context: HandlerContext,
+): Promise<Response> {
+  try {
+    return await route(request, context);
+  } catch (error) {
+    if (error instanceof BrokerRequestError) {
+      return failure(error.status, error.code, error.message);
+    }
+    const kind = storeErrorKind(error);
+    if (kind) return failure(kind.status, kind.code, (error as Error).message);
+    context.log(
+      `internal error: ${(error as Error)?.message ?? String(error)}`,
+    );
+    return failure(500, "internal", "internal error; see the broker's log");
+  }
+}
+
+async function route(
+  request: Request,
+  context: HandlerContext,
+): Promise<Response> {
+  const url = new URL(request.url, "http://sherlock");
+  const { pathname } = url;
+  const method = request.method;
+  const allow = (...methods: string[]) => {
+    if (!methods.includes(method)) {
+      throw new BrokerRequestError({
+        code: "method_not_allowed",
+        status: 405,
+        message: `${method} is not allowed on ${pathname}`,
+      });
+    }
+  };
+
+  if (pathname === "/v1/health") {
+    allow("GET");
+    return ok<Health>({
+      ok: true,
+      version: VERSION,
+      pid: Deno.pid,
+      started: context.started.toISOString(),
+    });
+  }
+  if (pathname === "/v1/whoami") {
+    allow("GET");
+    return ok(context.login.whoami());
+  }
+  if (pathname === "/v1/login") {
+    allow("POST");
+    const body = await readJson<LoginRequest>(request);
+    const passphrase = requireString(body, "passphrase");
+    if (body.create !== undefined && typeof body.create !== "boolean") {
+      throw badRequest(`"create" must be a boolean`);
+    }
+    try {
+      const whoami = await context.login.login(
+        passphrase,
+        body.create === true,
+      );
+      context.tokens.clear();
+      appendAudit(context.stateDir, { event: "login", provider: "local" });
+      return ok(whoami);
+    } catch (error) {
+      appendAudit(context.stateDir, {
+        event: "login_failed",
+        provider: "local",
+        reason: storeErrorKind(error)?.code ?? "internal",
+      });
+      throw error;
+    }
+  }
+  if (pathname === "/v1/logout") {
+    allow("POST");
+    await discardBody(request);
+    context.tokens.clear();
+    const whoami = context.login.logout();
+    appendAudit(context.stateDir, { event: "logout", provider: "local" });
+    return ok(whoami);
+  }
+  if (pathname === "/v1/token") {
+    allow("POST");
+    const body = await readJson<TokenRequest>(request);
+    const service = requireName(body, "service");
+    const session = requireString(body, "session");
+    const agent = requireString(body, "agent");
+    return ok(await context.tokens.token({ service, session, agent }));
+  }
+  if (pathname === "/v1/secrets") {
+    allow("GET");
+    return ok<SecretList>({ secrets: unlockedStore(context).list() });
+  }
+  if (pathname.startsWith("/v1/secrets/")) {
+    const name = decodeURIComponent(pathname.slice("/v1/secrets/".length));
+    if (!NAME_PATTERN.test(name)) {
+      throw badRequest(`"${name}" is not a valid service name`);
+    }
+    allow("PUT", "DELETE");
+    if (method === "PUT") {
+      const body = await readJson<SecretValue>(request);
+      const value = requireString(body, "value");
+      await unlockedStore(context).set(name, value);
+      return ok({});
+    }
+    await discardBody(request);
+    return ok({ removed: await unlockedStore(context).remove(name) });
+  }
+  if (pathname === "/v1/shutdown") {
+    allow("POST");
+    await discardBody(request);
+    context.shutdown();
+    return ok({});
+  }
+  await discardBody(request);
+  return failure(404, "not_found", `no such endpoint: ${pathname}`);
+}
+
+function unlockedStore(context: HandlerContext) {
+  const store = context.login.store;
+  if (store === undefined) {
+    throw new BrokerRequestError({
+      code: "not_logged_in",
+      status: 401,
+      message: "not logged in: the broker's store is locked",
+    });
+  }
+  return store;
+}
+
+/** Reads a JSON object body of at most {@linkcode MAX_BODY_BYTES}. */
+async function readJson<T>(request: Request): Promise<Partial<T>> {
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > MAX_BODY_BYTES) throw tooLarge();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  if (request.body) {
+    for await (const chunk of request.body) {
+      total += chunk.length;
+      if (total > MAX_BODY_BYTES) throw tooLarge();
+      chunks.push(chunk);
+    }
+  }
+  const bytes = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.length;
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(
+      new TextDecoder("utf-8", { fatal: true }).decode(bytes),
+    );
+  } catch {
+    throw badRequest("the body is not valid JSON");
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw badRequest("the body must be a JSON object");
+  }
+  return parsed as Partial<T>;
+}
+
+async function discardBody(request: Request): Promise<void> {
+  if (!request.body) return;
+  let total = 0;
+  for await (const chunk of request.body) {
+    total += chunk.length;
+    if (total > MAX_BODY_BYTES) throw tooLarge();
+  }
+}
+
+function requireString(body: Record<string, unknown>, key: string): string {
+  const value = body[key];
+  if (typeof value !== "string" || value === "") {
+    throw badRequest(`"${key}" must be a non-empty string`);
+  }
+  return value;
+}
+
+function requireName(body: Record<string, unknown>, key: string): string {
+  const value = requireString(body, key);
+  if (!NAME_PATTERN.test(value)) {
+    throw badRequest(`"${key}" is not a valid service name`);
+  }
+  return value;
+}
+
+function badRequest(message: string): BrokerRequestError {
+  return new BrokerRequestError({ code: "bad_request", status: 400, message });
+}
+
+function tooLarge(): BrokerRequestError {
+  return new BrokerRequestError({
+    code: "too_large",
+    status: 413,
+    message: `the body is larger than ${MAX_BODY_BYTES} bytes`,
+  });
+}
+
+function ok<T>(body: T): Response {
+  return Response.json(body);
+}
+
+function failure(status: number, code: ErrorCode, message: string): Response {
+  return Response.json({ error: { code, message } } satisfies ErrorBody, {
+    status,
+  });
+}
+
+/** The answer for an error of the secret store, if it is one. */
+function storeErrorKind(
+  error: unknown,
+): { status: number; code: ErrorCode } | undefined {
+  const name = (error as Error | undefined)?.name;
+  switch (name) {
+    case "WrongPassphraseError":
+      return { status: 401, code: "wrong_passphrase" };
+    case "CorruptStoreError":
+    case "NewerStoreError":
+      return { status: 409, code: "store_unusable" };
+    case "StoreExistsError":
+      return { status: 409, code: "store_exists" };
+    default:
+      return undefined;
+  }
+}

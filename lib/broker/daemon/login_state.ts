@@ -1,0 +1,106 @@
+/**
+ * Who is logged in to the daemon: the `local` provider's unlocked secret
+ * store, since when, and the optional idle timeout that locks it again.
+ *
+ * @module
+ */
+
+import { userInfo } from "node:os";
+import type { Whoami } from "../protocol.ts";
+import {
+  createStore,
+  type SecretStore,
+  storeExists,
+  unlockStore,
+} from "./secret_store.ts";
+
+/** How the login state is set up. */
+export interface LoginStateOptions {
+  /** The store's file. */
+  storePath: string;
+  /** Lock again after this many seconds without a token request. */
+  idleTimeoutSeconds?: number;
+  /** Called when the idle timeout locks the store. */
+  onIdleLock: () => void;
+}
+
+/** The login of one daemon. */
+export class LoginState {
+  #options: LoginStateOptions;
+  #store: SecretStore | undefined;
+  #since: Date | undefined;
+  #locksAt: Date | undefined;
+  #idleTimer: ReturnType<typeof setTimeout> | undefined;
+
+  /** Starts logged out. */
+  constructor(options: LoginStateOptions) {
+    this.#options = options;
+  }
+
+  /** The unlocked store, or undefined when logged out. */
+  get store(): SecretStore | undefined {
+    return this.#store;
+  }
+
+  /** What `GET /v1/whoami` answers. */
+  whoami(): Whoami {
+    const answer: Whoami = {
+      loggedIn: this.#store !== undefined,
+      provider: "local",
+      storeExists: storeExists(this.#options.storePath),
+    };
+    if (this.#store !== undefined) {
+      answer.user = userName();
+      answer.since = this.#since?.toISOString();
+      if (this.#locksAt) answer.locksAt = this.#locksAt.toISOString();
+    }
+    return answer;
+  }
+
+  /**
+   * Unlocks (or, with `create`, creates) the store. Errors of the store
+   * (wrong passphrase, corrupt or newer file, already exists) propagate.
+   */
+  async login(passphrase: string, create: boolean): Promise<Whoami> {
+    const store = create
+      ? await createStore(this.#options.storePath, passphrase)
+      : await unlockStore(this.#options.storePath, passphrase);
+    this.#store?.lock();
+    this.#store = store;
+    this.#since = new Date();
+    this.touch();
+    return this.whoami();
+  }
+
+  /** Locks the store and forgets the login. */
+  logout(): Whoami {
+    this.#store?.lock();
+    this.#store = undefined;
+    this.#since = undefined;
+    this.#locksAt = undefined;
+    clearTimeout(this.#idleTimer);
+    return this.whoami();
+  }
+
+  /** Records activity: the idle timeout starts again. */
+  touch(): void {
+    const seconds = this.#options.idleTimeoutSeconds;
+    if (seconds === undefined || this.#store === undefined) return;
+    clearTimeout(this.#idleTimer);
+    this.#locksAt = new Date(Date.now() + seconds * 1000);
+    this.#idleTimer = setTimeout(() => {
+      this.logout();
+      this.#options.onIdleLock();
+    }, seconds * 1000);
+    // The timer must not keep a daemon alive that is shutting down.
+    Deno.unrefTimer(this.#idleTimer as unknown as number);
+  }
+}
+
+function userName(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return Deno.env.get("USER") ?? `uid ${Deno.uid()}`;
+  }
+}

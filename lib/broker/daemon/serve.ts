@@ -1,0 +1,175 @@
+/**
+ * Running the daemon: claim the socket (one daemon per user, however many
+ * start at once), serve until asked to stop, remove the socket on the way
+ * out.
+ *
+ * Claiming happens under an exclusive lock on `broker.lock` beside the
+ * socket: test-connect the socket; if something answers, another daemon
+ * serves and this one leaves; otherwise remove the stale socket and bind a
+ * new one, with the umask set so that it is created 0600 (never chmod'ed
+ * afterwards, which would leave a window).
+ *
+ * @module
+ */
+
+import process from "node:process";
+import { join } from "node:path";
+import { CantCreateError } from "../../errors.ts";
+import type { SherlockPaths } from "../../paths.ts";
+import { ensurePrivateDir, removeIfPresent } from "../../private_files.ts";
+import type { Settings } from "../../settings.ts";
+import { ValidationCache } from "../../validation_cache.ts";
+import { VERSION } from "../../version.ts";
+import { socketPath } from "../protocol.ts";
+import { appendAudit } from "./audit_log.ts";
+import { handleRequest } from "./handler.ts";
+import { LoginState } from "./login_state.ts";
+import { TokenBroker } from "./token_broker.ts";
+
+/** How a daemon runs. */
+export interface ServeOptions {
+  /** sherlock's locations. */
+  paths: SherlockPaths;
+  /** sherlock's settings (idle timeout). */
+  settings: Settings;
+  /** Writes a line to the daemon's log. */
+  log: (line: string) => void;
+}
+
+/** What {@linkcode serveBroker} did. */
+export type ServeOutcome = "served" | "already-running";
+
+/**
+ * Serves until `POST /v1/shutdown`, SIGTERM or SIGINT. Returns
+ * `already-running` at once when another daemon holds the socket.
+ */
+export async function serveBroker(
+  options: ServeOptions,
+): Promise<ServeOutcome> {
+  const { paths, log } = options;
+  const socket = socketPath(paths.runtimeDir);
+  const started = new Date();
+  let stop: () => void = () => {};
+  const stopped = new Promise<void>((resolve) => stop = resolve);
+
+  const validationCache = new ValidationCache();
+  const login = new LoginState({
+    storePath: join(paths.dataDir, "secrets.enc"),
+    idleTimeoutSeconds: options.settings.broker.idle_timeout,
+    onIdleLock: () => {
+      tokens.clear();
+      appendAudit(paths.stateDir, { event: "idle_lock", provider: "local" });
+      log("idle timeout: store locked");
+    },
+  });
+  const tokens = new TokenBroker({
+    paths,
+    login,
+    validationCache,
+    helperCwd: Deno.env.get("HOME"),
+  });
+  const context = {
+    login,
+    tokens,
+    stateDir: paths.stateDir,
+    started,
+    shutdown: () => setTimeout(stop, 0),
+    log,
+  };
+
+  const server = await claimSocket({
+    runtimeDir: paths.runtimeDir,
+    socket,
+    serve: () =>
+      Deno.serve(
+        {
+          path: socket,
+          onListen: () => {},
+          onError: () => new Response(null, { status: 500 }),
+        },
+        (request) => handleRequest(request, context),
+      ),
+  });
+  if (server === undefined) return "already-running";
+  const socketInode = Deno.lstatSync(socket).ino;
+  log(`sherlock ${VERSION} broker serving on ${socket} (pid ${Deno.pid})`);
+
+  const onSignal = () => stop();
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    Deno.addSignalListener(signal, onSignal);
+  }
+  await stopped;
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    Deno.removeSignalListener(signal, onSignal);
+  }
+  login.logout();
+  tokens.clear();
+  await server.shutdown();
+  // Only remove the socket if it is still ours.
+  try {
+    if (Deno.lstatSync(socket).ino === socketInode) removeIfPresent(socket);
+  } catch {
+    // Already gone.
+  }
+  log("broker stopped");
+  return "served";
+}
+
+/**
+ * Binds the socket unless another daemon answers on it. Serialized by an
+ * exclusive lock so that concurrent daemons cannot remove each other's
+ * socket.
+ */
+async function claimSocket(
+  options: {
+    runtimeDir: string;
+    socket: string;
+    serve: () => Deno.HttpServer<Deno.UnixAddr>;
+  },
+): Promise<Deno.HttpServer<Deno.UnixAddr> | undefined> {
+  ensurePrivateDir(options.runtimeDir);
+  const lock = await Deno.open(join(options.runtimeDir, "broker.lock"), {
+    create: true,
+    write: true,
+    mode: 0o600,
+  });
+  try {
+    await lock.lock(true);
+    if (await answers(options.socket)) return undefined;
+    removeStaleSocket(options.socket);
+    const previous = process.umask(0o177);
+    try {
+      return options.serve();
+    } finally {
+      process.umask(previous);
+    }
+  } finally {
+    await lock.unlock().catch(() => {});
+    lock.close();
+  }
+}
+
+async function answers(socket: string): Promise<boolean> {
+  try {
+    const connection = await Deno.connect({ transport: "unix", path: socket });
+    connection.close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function removeStaleSocket(socket: string): void {
+  let info: Deno.FileInfo;
+  try {
+    info = Deno.lstatSync(socket);
+  } catch {
+    return;
+  }
+  if (!info.isSocket) {
+    throw new CantCreateError(
+      `${socket} exists and is not a socket; remove it`,
+    );
+  }
+  removeIfPresent(socket);
+}

@@ -1,0 +1,181 @@
+/**
+ * Serving `POST /v1/token`: read the service's file (fresh, so an edit takes
+ * effect at once), get its token from the right source through the cache,
+ * and write the audit log.
+ *
+ * @module
+ */
+
+import { InvalidFileError } from "../../config_files.ts";
+import type { SherlockPaths } from "../../paths.ts";
+import { sha256Hex } from "../../private_files.ts";
+import { loadService, type Service } from "../../services/loader.ts";
+import type { ValidationCache } from "../../validation_cache.ts";
+import type { ErrorCode, TokenRequest, TokenResponse } from "../protocol.ts";
+import { appendAudit } from "./audit_log.ts";
+import { HelperError, runCredentialHelper } from "./credential_helper.ts";
+import type { LoginState } from "./login_state.ts";
+import { type Token, TokenCache } from "./token_cache.ts";
+
+/** A request the broker refuses; `code` and `status` go into the answer. */
+export class BrokerRequestError extends Error {
+  /** The error code of the answer. */
+  readonly code: ErrorCode;
+  /** The HTTP status of the answer. */
+  readonly status: number;
+
+  /** Creates the error; the message must be secret-free. */
+  constructor(options: { code: ErrorCode; status: number; message: string }) {
+    super(options.message);
+    this.name = "BrokerRequestError";
+    this.code = options.code;
+    this.status = options.status;
+  }
+}
+
+/** What the token broker works with. */
+export interface TokenBrokerOptions {
+  /** sherlock's locations (services.d, the audit log). */
+  paths: SherlockPaths;
+  /** The daemon's login. */
+  login: LoginState;
+  /** The daemon's validation cache for service files. */
+  validationCache: ValidationCache;
+  /** The folder helpers run in. */
+  helperCwd?: string;
+}
+
+/** Serves tokens for one daemon. */
+export class TokenBroker {
+  #options: TokenBrokerOptions;
+  #cache = new TokenCache();
+
+  /** Creates the broker with an empty cache. */
+  constructor(options: TokenBrokerOptions) {
+    this.#options = options;
+  }
+
+  /** How many tokens are cached. */
+  get cachedCount(): number {
+    return this.#cache.size;
+  }
+
+  /** Drops every cached token (logout, idle lock). */
+  clear(): void {
+    this.#cache.clear();
+  }
+
+  /** Serves one token request. Throws {@linkcode BrokerRequestError}. */
+  async token(request: TokenRequest): Promise<TokenResponse> {
+    const store = this.#options.login.store;
+    if (store === undefined) {
+      throw new BrokerRequestError({
+        code: "not_logged_in",
+        status: 401,
+        message: "not logged in: the broker's store is locked",
+      });
+    }
+    const service = await this.#service(request.service);
+    const { token } = service;
+    if (token.source === "none") {
+      throw new BrokerRequestError({
+        code: "bad_request",
+        status: 400,
+        message: `service ${request.service} needs no token (source = "none")`,
+      });
+    }
+    // A changed [token] table must not reuse a token fetched the old way.
+    const key = `${request.service}\0${sha256Hex(JSON.stringify(token))}`;
+    try {
+      const served = await this.#cache.get(key, () => this.#fetch(service));
+      this.#options.login.touch();
+      const expiresAt = served.expiresAt === undefined
+        ? null
+        : new Date(served.expiresAt).toISOString();
+      appendAudit(this.#options.paths.stateDir, {
+        event: "token",
+        agent: request.agent,
+        session: request.session,
+        service: request.service,
+        source: token.source,
+        expiresAt,
+        cached: served.cached,
+      });
+      return { token: served.token, expiresAt };
+    } catch (error) {
+      appendAudit(this.#options.paths.stateDir, {
+        event: "token_failed",
+        agent: request.agent,
+        session: request.session,
+        service: request.service,
+        source: token.source,
+        reason: error instanceof BrokerRequestError
+          ? error.code
+          : "helper_failed",
+      });
+      if (error instanceof HelperError) {
+        throw new BrokerRequestError({
+          code: "helper_failed",
+          status: 502,
+          message: error.message,
+        });
+      }
+      throw error;
+    }
+  }
+
+  async #service(name: string): Promise<Service> {
+    let service: Service | undefined;
+    try {
+      service = await loadService(name, {
+        paths: this.#options.paths,
+        cache: this.#options.validationCache,
+      });
+    } catch (error) {
+      if (error instanceof InvalidFileError) {
+        throw new BrokerRequestError({
+          code: "invalid_service",
+          status: 422,
+          message: error.message,
+        });
+      }
+      throw error;
+    }
+    if (service === undefined) {
+      throw new BrokerRequestError({
+        code: "unknown_service",
+        status: 404,
+        message:
+          `no service named ${name} in ${this.#options.paths.servicesDir}`,
+      });
+    }
+    return service;
+  }
+
+  async #fetch(service: Service): Promise<Token> {
+    const { token } = service;
+    const name = service.service.name;
+    if (token.source === "secret") {
+      const value = this.#options.login.store?.get(name);
+      if (value === undefined) {
+        throw new BrokerRequestError({
+          code: "no_secret",
+          status: 404,
+          message:
+            `no secret stored for service ${name}; run "sherlock secret set ${name}"`,
+        });
+      }
+      return { token: value };
+    }
+    const fetched = await runCredentialHelper({
+      service: name,
+      command: token.command ?? [],
+      timeoutSeconds: token.timeout,
+      cwd: this.#options.helperCwd,
+    });
+    if (fetched.expiresAt === undefined && token.ttl !== undefined) {
+      return { token: fetched.token, expiresAt: Date.now() + token.ttl * 1000 };
+    }
+    return fetched;
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * Tokens kept in the daemon's memory until shortly before they expire, and
+ * single-flight fetching: concurrent requests for one key share one fetch
+ * (one helper run), whether or not its result may be cached.
+ *
+ * @module
+ */
+
+/** A token and its lifetime. */
+export interface Token {
+  /** The token. */
+  token: string;
+  /** When it expires, in ms since the epoch; unknown tokens are not cached. */
+  expiresAt?: number;
+}
+
+/** A token as served, and whether it came from the cache. */
+export interface ServedToken extends Token {
+  /** True when no fetch was needed. */
+  cached: boolean;
+}
+
+/** The most a token is refreshed ahead of its expiry. */
+const MAX_MARGIN_MS = 60_000;
+
+interface Entry extends Token {
+  fetchedAt: number;
+}
+
+/** The token cache of one daemon. */
+export class TokenCache {
+  #entries = new Map<string, Entry>();
+  #inFlight = new Map<string, Promise<Entry>>();
+
+  /**
+   * The token for `key`: from the cache while it is fresh, else from
+   * `fetch` — once, however many callers ask at the same time.
+   */
+  async get(key: string, fetch: () => Promise<Token>): Promise<ServedToken> {
+    const now = Date.now();
+    const entry = this.#entries.get(key);
+    if (entry && isFresh(entry, now)) {
+      return { ...publicPart(entry), cached: true };
+    }
+    const running = this.#inFlight.get(key);
+    if (running) return { ...publicPart(await running), cached: true };
+    const fetching = (async () => {
+      const fetchedAt = Date.now();
+      const token = await fetch();
+      const fresh: Entry = { ...token, fetchedAt };
+      if (fresh.expiresAt !== undefined) this.#entries.set(key, fresh);
+      else this.#entries.delete(key);
+      return fresh;
+    })();
+    this.#inFlight.set(key, fetching);
+    try {
+      return { ...publicPart(await fetching), cached: false };
+    } finally {
+      this.#inFlight.delete(key);
+    }
+  }
+
+  /** Forgets every token (logout, idle lock). */
+  clear(): void {
+    this.#entries.clear();
+  }
+
+  /** How many tokens are cached. */
+  get size(): number {
+    return this.#entries.size;
+  }
+}
+
+/**
+ * A token is fresh until a margin before its expiry: a tenth of its lifetime,
+ * at most a minute, so that an agent does not start with a token that dies
+ * moments later.
+ */
+export function isFresh(
+  entry: Token & { fetchedAt: number },
+  now: number,
+): boolean {
+  if (entry.expiresAt === undefined) return false;
+  const margin = Math.min(
+    MAX_MARGIN_MS,
+    (entry.expiresAt - entry.fetchedAt) / 10,
+  );
+  return now < entry.expiresAt - margin;
+}
+
+function publicPart(entry: Entry): Token {
+  return { token: entry.token, expiresAt: entry.expiresAt };
+}

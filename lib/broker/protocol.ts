@@ -1,0 +1,133 @@
+/**
+ * The broker's API: HTTP/1.1 + JSON over a Unix socket, paths under `/v1/`.
+ * Request and response shapes shared by the client (on the launch path) and
+ * the daemon. Types and constants only, so importing this costs nothing.
+ *
+ * | method and path          | body                         | answer            |
+ * |--------------------------|------------------------------|-------------------|
+ * | GET  /v1/health          |                              | {@linkcode Health}  |
+ * | GET  /v1/whoami          |                              | {@linkcode Whoami}  |
+ * | POST /v1/login           | {@linkcode LoginRequest}     | {@linkcode Whoami}  |
+ * | POST /v1/logout          |                              | {@linkcode Whoami}  |
+ * | POST /v1/token           | {@linkcode TokenRequest}     | {@linkcode TokenResponse} |
+ * | GET  /v1/secrets         |                              | {@linkcode SecretList} |
+ * | PUT  /v1/secrets/<name>  | {@linkcode SecretValue}      | {}                |
+ * | DELETE /v1/secrets/<name>|                              | {@linkcode SecretRemoved} |
+ * | POST /v1/shutdown        |                              | {}                |
+ *
+ * Every failure is a 4xx/5xx with an {@linkcode ErrorBody}.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+
+/** The socket's file name in the runtime folder. */
+export const SOCKET_NAME = "broker.sock";
+
+/** The largest request body the daemon reads, in bytes. */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+/** The socket's path for a runtime folder. */
+export function socketPath(runtimeDir: string): string {
+  return join(runtimeDir, SOCKET_NAME);
+}
+
+/** `GET /v1/health`. */
+export interface Health {
+  /** Always true. */
+  ok: true;
+  /** The daemon's sherlock version. */
+  version: string;
+  /** The daemon's pid. */
+  pid: number;
+  /** When the daemon started (RFC 3339). */
+  started: string;
+}
+
+/** `GET /v1/whoami`, and the answer to login and logout. */
+export interface Whoami {
+  /** True while the store is unlocked. */
+  loggedIn: boolean;
+  /** The login provider (`local`). */
+  provider: string;
+  /** Who is logged in (the operator's user name), when logged in. */
+  user?: string;
+  /** When the login happened (RFC 3339), when logged in. */
+  since?: string;
+  /** When the idle timeout will lock the store again, if one is set. */
+  locksAt?: string;
+  /** Whether the local store exists yet (the first login creates it). */
+  storeExists: boolean;
+}
+
+/** `POST /v1/login`. */
+export interface LoginRequest {
+  /** The passphrase of the local store. */
+  passphrase: string;
+  /** Create the store (first login); refused when it exists. */
+  create?: boolean;
+}
+
+/** `POST /v1/token`. */
+export interface TokenRequest {
+  /** The service's name (its file in services.d). */
+  service: string;
+  /** The session that asks (for the audit log). */
+  session: string;
+  /** The agent of that session (for the audit log). */
+  agent: string;
+}
+
+/** The answer to `POST /v1/token`. */
+export interface TokenResponse {
+  /** The token. Never logged, never printed. */
+  token: string;
+  /** When it expires (RFC 3339), if known. */
+  expiresAt: string | null;
+}
+
+/** `GET /v1/secrets`: names and dates, never values. */
+export interface SecretList {
+  /** One entry per stored secret. */
+  secrets: { name: string; created: string; updated: string }[];
+}
+
+/** `PUT /v1/secrets/<name>`. */
+export interface SecretValue {
+  /** The secret. */
+  value: string;
+}
+
+/** `DELETE /v1/secrets/<name>`. */
+export interface SecretRemoved {
+  /** False when there was no such secret. */
+  removed: boolean;
+}
+
+/** Why a request failed, as a machine-readable code. */
+export type ErrorCode =
+  | "bad_request"
+  | "too_large"
+  | "not_found"
+  | "method_not_allowed"
+  | "not_logged_in"
+  | "wrong_passphrase"
+  | "store_exists"
+  | "store_unusable"
+  | "unknown_service"
+  | "invalid_service"
+  | "no_secret"
+  | "helper_failed"
+  | "internal";
+
+/** The body of every failed request. */
+export interface ErrorBody {
+  /** What went wrong. */
+  error: {
+    /** For programs. */
+    code: ErrorCode;
+    /** For the operator: one line, never a secret. */
+    message: string;
+  };
+}

@@ -1,0 +1,186 @@
+/**
+ * A minimal HTTP/1.1 client over a Unix socket: one request per connection
+ * (`Connection: close`), JSON in and out. Small on purpose: it is on the
+ * launch path and in the token shim, where start-up time counts.
+ *
+ * @module
+ */
+
+/** A parsed response. */
+export interface UnixHttpResponse {
+  /** The HTTP status. */
+  status: number;
+  /** The JSON body, or undefined when there was none or it was not JSON. */
+  body: unknown;
+}
+
+/** One request. */
+export interface UnixHttpRequest {
+  /** The socket's path. */
+  socket: string;
+  /** `GET`, `POST`, `PUT` or `DELETE`. */
+  method: string;
+  /** The request path, e.g. `/v1/health`. */
+  path: string;
+  /** Sent as JSON when present. */
+  body?: unknown;
+  /** Give up after this many ms (the connection is closed). */
+  timeoutMs: number;
+}
+
+/** The socket could not be reached, or the answer was not HTTP. */
+export class SocketError extends Error {
+  /** Creates the error. */
+  constructor(message: string) {
+    super(message);
+    this.name = "SocketError";
+  }
+}
+
+/**
+ * Sends one request and reads the whole answer. Throws
+ * {@linkcode SocketError} when the socket does not answer in time or at all.
+ */
+export async function unixHttpRequest(
+  request: UnixHttpRequest,
+): Promise<UnixHttpResponse> {
+  let connection: Deno.UnixConn;
+  try {
+    connection = await Deno.connect({
+      transport: "unix",
+      path: request.socket,
+    });
+  } catch (error) {
+    throw new SocketError(
+      `cannot connect to ${request.socket}: ${(error as Error).message}`,
+    );
+  }
+  const timer = setTimeout(() => {
+    try {
+      connection.close();
+    } catch {
+      // Already closed.
+    }
+  }, request.timeoutMs);
+  try {
+    const payload = request.body === undefined
+      ? new Uint8Array()
+      : new TextEncoder().encode(JSON.stringify(request.body));
+    const head = `${request.method} ${request.path} HTTP/1.1\r\n` +
+      "Host: sherlock\r\nConnection: close\r\n" +
+      (request.body === undefined ? "" : "Content-Type: application/json\r\n") +
+      `Content-Length: ${payload.length}\r\n\r\n`;
+    await writeAll(connection, concat(new TextEncoder().encode(head), payload));
+    const raw = await readAll(connection);
+    return parseResponse(raw);
+  } catch (error) {
+    if (error instanceof SocketError) throw error;
+    throw new SocketError(
+      `no answer from ${request.socket}: ${(error as Error).message}`,
+    );
+  } finally {
+    clearTimeout(timer);
+    try {
+      connection.close();
+    } catch {
+      // Closed by the timer or the peer.
+    }
+  }
+}
+
+/** Parses a complete HTTP/1.1 response (headers and body). */
+export function parseResponse(raw: Uint8Array): UnixHttpResponse {
+  const separator = indexOfHeaderEnd(raw);
+  if (separator === -1) throw new SocketError("incomplete HTTP response");
+  const head = new TextDecoder().decode(raw.subarray(0, separator));
+  let body = raw.subarray(separator + 4);
+  const [statusLine, ...headerLines] = head.split("\r\n");
+  const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1]);
+  if (!Number.isInteger(status)) throw new SocketError("not an HTTP response");
+  const headers = new Map(
+    headerLines.map((line) => {
+      const colon = line.indexOf(":");
+      return [
+        line.slice(0, colon).trim().toLowerCase(),
+        line.slice(colon + 1).trim(),
+      ] as const;
+    }),
+  );
+  if (headers.get("transfer-encoding")?.toLowerCase() === "chunked") {
+    body = dechunk(body);
+  } else if (headers.has("content-length")) {
+    body = body.subarray(0, Number(headers.get("content-length")));
+  }
+  const text = new TextDecoder().decode(body);
+  let parsed: unknown;
+  try {
+    parsed = text === "" ? undefined : JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return { status, body: parsed };
+}
+
+function indexOfHeaderEnd(raw: Uint8Array): number {
+  for (let index = 0; index + 3 < raw.length; index++) {
+    if (
+      raw[index] === 13 && raw[index + 1] === 10 && raw[index + 2] === 13 &&
+      raw[index + 3] === 10
+    ) return index;
+  }
+  return -1;
+}
+
+function dechunk(body: Uint8Array): Uint8Array {
+  const parts: Uint8Array[] = [];
+  let offset = 0;
+  const decoder = new TextDecoder();
+  while (offset < body.length) {
+    let lineEnd = offset;
+    while (
+      lineEnd + 1 < body.length &&
+      !(body[lineEnd] === 13 && body[lineEnd + 1] === 10)
+    ) lineEnd++;
+    const size = parseInt(decoder.decode(body.subarray(offset, lineEnd)), 16);
+    if (!Number.isFinite(size) || size === 0) break;
+    parts.push(body.subarray(lineEnd + 2, lineEnd + 2 + size));
+    offset = lineEnd + 2 + size + 2;
+  }
+  return parts.reduce((all, part) => concat(all, part), new Uint8Array());
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const joined = new Uint8Array(a.length + b.length);
+  joined.set(a);
+  joined.set(b, a.length);
+  return joined;
+}
+
+async function writeAll(
+  connection: Deno.Conn,
+  data: Uint8Array,
+): Promise<void> {
+  let written = 0;
+  while (written < data.length) {
+    written += await connection.write(data.subarray(written));
+  }
+}
+
+async function readAll(connection: Deno.Conn): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const buffer = new Uint8Array(16 * 1024);
+  while (true) {
+    const count = await connection.read(buffer);
+    if (count === null) break;
+    chunks.push(buffer.slice(0, count));
+    total += count;
+  }
+  const all = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    all.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return all;
+}

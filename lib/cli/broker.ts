@@ -1,0 +1,200 @@
+/**
+ * `sherlock broker serve|start|stop|status|log`: the credential broker
+ * daemon, in the foreground or the background, and its audit log.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { brokerHealth, callBroker, ensureBroker } from "../broker/client.ts";
+import { readAudit } from "../broker/daemon/audit_log.ts";
+import { socketPath, type Whoami } from "../broker/protocol.ts";
+import { ExitCode, UsageError } from "../errors.ts";
+import { ensurePrivateDir } from "../private_files.ts";
+import { loadSettings } from "../settings.ts";
+import { ValidationCache } from "../validation_cache.ts";
+import { commandContext } from "./context.ts";
+import { columns, printLine } from "./output.ts";
+
+/** The help text of `sherlock broker`. */
+export const BROKER_HELP = `Usage: sherlock broker <serve|start|stop|status|log>
+
+The broker is a per-user daemon that holds the unlocked secret store and
+serves each session's tokens over $XDG_RUNTIME_DIR/sherlock/broker.sock.
+"sherlock run" starts it in the background when it is not running.
+
+  serve [--background]  run the broker in the foreground (logs on stderr);
+                        --background logs to $XDG_STATE_HOME/sherlock/broker.log
+  start                 start it in the background unless it is running
+  stop                  stop it (the store locks, cached tokens are dropped)
+  status                is it running, since when, who is logged in
+                        (exit 69 when it is not running)
+  log [-n N]            the last N entries of the audit log (default 20)`;
+
+/** Runs the command; returns the exit code. */
+export async function brokerCommand(args: readonly string[]): Promise<number> {
+  const [action, ...rest] = args;
+  switch (action) {
+    case "serve":
+      return await serve(rest);
+    case "start":
+      return await start(rest);
+    case "stop":
+      return await stop(rest);
+    case "status":
+      return await status(rest);
+    case "log":
+      return log(rest);
+    case "--help":
+    case "-h":
+    case undefined:
+      printLine(BROKER_HELP);
+      return action === undefined ? ExitCode.Usage : 0;
+    default:
+      throw new UsageError(
+        `unknown broker command ${action}; see sherlock broker --help`,
+      );
+  }
+}
+
+async function serve(args: readonly string[]): Promise<number> {
+  const background = args.includes("--background");
+  const unknown = args.find((arg) => arg !== "--background");
+  if (unknown) {
+    throw new UsageError(`unknown option ${unknown} for broker serve`);
+  }
+  const { env, paths } = commandContext();
+  const settings = await loadSettings({
+    paths,
+    cache: new ValidationCache(paths.cacheDir),
+  });
+  let logLine = (line: string) => console.error(`sherlock broker: ${line}`);
+  if (background) {
+    ensurePrivateDir(paths.stateDir);
+    const file = Deno.openSync(join(paths.stateDir, "broker.log"), {
+      append: true,
+      create: true,
+      mode: 0o600,
+    });
+    const encoder = new TextEncoder();
+    logLine = (line) =>
+      file.writeSync(encoder.encode(`${new Date().toISOString()} ${line}\n`));
+    // Do not hold the operator's project folder open for the daemon's life.
+    if (env.HOME) Deno.chdir(env.HOME);
+  }
+  const { serveBroker } = await import("../broker/daemon/serve.ts");
+  const outcome = await serveBroker({ paths, settings, log: logLine });
+  if (outcome === "already-running") {
+    logLine("another broker is already serving; leaving it be");
+  }
+  return 0;
+}
+
+async function start(args: readonly string[]): Promise<number> {
+  if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
+  const { paths } = commandContext();
+  const socket = socketPath(paths.runtimeDir);
+  const health = await ensureBroker({ socket });
+  printLine(
+    `broker running (pid ${health.pid}, since ${health.started}) on ${socket}`,
+  );
+  return 0;
+}
+
+async function stop(args: readonly string[]): Promise<number> {
+  if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
+  const { paths } = commandContext();
+  const socket = socketPath(paths.runtimeDir);
+  const health = await brokerHealth(socket);
+  if (health === undefined) {
+    printLine("broker is not running");
+    return 0;
+  }
+  await callBroker({ socket, method: "POST", path: "/v1/shutdown" });
+  const deadline = Date.now() + 5_000;
+  while (Date.now() < deadline && await brokerHealth(socket)) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  printLine(`broker stopped (was pid ${health.pid})`);
+  return 0;
+}
+
+async function status(args: readonly string[]): Promise<number> {
+  if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
+  const { paths } = commandContext();
+  const socket = socketPath(paths.runtimeDir);
+  const health = await brokerHealth(socket);
+  if (health === undefined) {
+    printLine(`broker is not running (socket ${socket})`);
+    return ExitCode.Unavailable;
+  }
+  const who = await callBroker<Whoami>({
+    socket,
+    method: "GET",
+    path: "/v1/whoami",
+  });
+  const rows = [
+    ["broker", `running, pid ${health.pid}, sherlock ${health.version}`],
+    ["since", health.started],
+    ["socket", socket],
+    ["login", describeLogin(who)],
+  ];
+  for (const line of columns(rows)) printLine(line);
+  return 0;
+}
+
+function log(args: readonly string[]): number {
+  let count = 20;
+  if (args.length > 0) {
+    if (args[0] !== "-n" || args.length !== 2 || !/^\d+$/.test(args[1])) {
+      throw new UsageError("usage: sherlock broker log [-n N]");
+    }
+    count = Number(args[1]);
+  }
+  const { paths } = commandContext();
+  return printAudit(paths.stateDir, count);
+}
+
+function printAudit(stateDir: string, count: number): number {
+  // The audit log is a plain file; reading it needs no daemon.
+  const entries = readAudit(stateDir, count);
+  if (entries.length === 0) {
+    printLine("the audit log is empty");
+    return 0;
+  }
+  const rows = [[
+    "TIME",
+    "EVENT",
+    "AGENT",
+    "SESSION",
+    "SERVICE",
+    "SOURCE",
+    "EXPIRES",
+    "NOTE",
+  ]];
+  for (const entry of entries) {
+    rows.push([
+      entry.time,
+      entry.event,
+      entry.agent ?? "-",
+      entry.session ?? "-",
+      entry.service ?? "-",
+      entry.source ?? entry.provider ?? "-",
+      entry.expiresAt ?? "-",
+      entry.cached ? "cached" : entry.reason ?? "",
+    ]);
+  }
+  for (const line of columns(rows)) printLine(line);
+  return 0;
+}
+
+/** One line describing a login, as `whoami` and `broker status` print it. */
+export function describeLogin(who: Whoami): string {
+  if (!who.loggedIn) {
+    return who.storeExists
+      ? `not logged in (${who.provider} store locked; run "sherlock login")`
+      : `not logged in (no ${who.provider} store yet; "sherlock login" creates it)`;
+  }
+  const locks = who.locksAt ? `, locks when idle at ${who.locksAt}` : "";
+  return `${who.user} via the ${who.provider} provider, since ${who.since}${locks}`;
+}

@@ -1,0 +1,148 @@
+/**
+ * `sherlock login`, `sherlock logout` and `sherlock whoami`.
+ *
+ * login unlocks the local secret store in the broker (the first login
+ * creates it and asks for the passphrase twice). On a terminal the
+ * passphrase is read without echo; otherwise from stdin (its first line) or
+ * from `--passphrase-file` (e.g. /dev/fd/3). sherlock never prompts when
+ * nobody can answer.
+ *
+ * @module
+ */
+
+import {
+  brokerHealth,
+  callBroker,
+  ensureBroker,
+  whoami,
+} from "../broker/client.ts";
+import { socketPath, type Whoami } from "../broker/protocol.ts";
+import { ExitCode, UsageError } from "../errors.ts";
+import { describeLogin } from "./broker.ts";
+import { commandContext } from "./context.ts";
+import { printLine } from "./output.ts";
+import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
+
+/** A new store's passphrase must be at least this long. */
+export const MIN_PASSPHRASE_LENGTH = 8;
+
+/** The help text of `sherlock login`. */
+export const LOGIN_HELP = `Usage: sherlock login [--passphrase-file PATH]
+
+Unlocks the local secret store in the broker, which then serves tokens
+until "sherlock logout", the broker stops, or the idle timeout in
+config.toml ([broker] idle_timeout, seconds) locks it again. The first
+login creates the store (asking for the passphrase twice; at least
+${MIN_PASSPHRASE_LENGTH} characters).
+
+The passphrase is read from the terminal without echo; with no terminal,
+from the first line of stdin, or of PATH with --passphrase-file
+(e.g. --passphrase-file /dev/fd/3).`;
+
+/** `sherlock login`. */
+export async function loginCommand(args: readonly string[]): Promise<number> {
+  if (args[0] === "--help" || args[0] === "-h") {
+    printLine(LOGIN_HELP);
+    return 0;
+  }
+  let passphraseFile: string | undefined;
+  if (args.length > 0) {
+    if (args[0] !== "--passphrase-file" || args.length !== 2) {
+      throw new UsageError("usage: sherlock login [--passphrase-file PATH]");
+    }
+    passphraseFile = args[1];
+  }
+  const { paths } = commandContext();
+  const socket = socketPath(paths.runtimeDir);
+  await ensureBroker({ socket });
+  const before = await whoami(socket);
+  const create = !before.storeExists;
+  const passphrase = await readPassphrase({ create, passphraseFile });
+  if (create && passphrase.length < MIN_PASSPHRASE_LENGTH) {
+    throw new UsageError(
+      `the passphrase is too short: a new store needs at least ${MIN_PASSPHRASE_LENGTH} characters`,
+    );
+  }
+  const after = await callBroker<Whoami>({
+    socket,
+    method: "POST",
+    path: "/v1/login",
+    body: { passphrase, create },
+  });
+  printLine(
+    `${create ? "created the store; " : ""}logged in: ${describeLogin(after)}`,
+  );
+  return 0;
+}
+
+/** `sherlock logout`. */
+export async function logoutCommand(args: readonly string[]): Promise<number> {
+  if (args[0] === "--help" || args[0] === "-h") {
+    printLine(
+      "Usage: sherlock logout\n\nLocks the store in the broker and drops every cached token.",
+    );
+    return 0;
+  }
+  if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
+  const { paths } = commandContext();
+  const socket = socketPath(paths.runtimeDir);
+  if ((await brokerHealth(socket)) === undefined) {
+    printLine("not logged in (the broker is not running)");
+    return 0;
+  }
+  await callBroker<Whoami>({ socket, method: "POST", path: "/v1/logout" });
+  printLine("logged out: the store is locked and cached tokens are dropped");
+  return 0;
+}
+
+/** `sherlock whoami`: exit 0 when logged in, 77 when not. */
+export async function whoamiCommand(args: readonly string[]): Promise<number> {
+  if (args[0] === "--help" || args[0] === "-h") {
+    printLine(
+      "Usage: sherlock whoami\n\nWho is logged in to the broker, through which provider, since when.\nExit 0 when logged in, 77 when not.",
+    );
+    return 0;
+  }
+  if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
+  const { paths } = commandContext();
+  const socket = socketPath(paths.runtimeDir);
+  if ((await brokerHealth(socket)) === undefined) {
+    printLine("not logged in (the broker is not running)");
+    return ExitCode.NoPermission;
+  }
+  const who = await whoami(socket);
+  printLine(describeLogin(who));
+  return who.loggedIn ? 0 : ExitCode.NoPermission;
+}
+
+async function readPassphrase(
+  options: { create: boolean; passphraseFile?: string },
+): Promise<string> {
+  if (options.passphraseFile !== undefined) {
+    let text: string;
+    try {
+      text = await Deno.readTextFile(options.passphraseFile);
+    } catch (error) {
+      throw new UsageError(
+        `cannot read the passphrase from ${options.passphraseFile}: ${
+          (error as Error).message
+        }`,
+      );
+    }
+    const line = text.split(/\r?\n/)[0];
+    if (line === "") {
+      throw new UsageError(`${options.passphraseFile} holds no passphrase`);
+    }
+    return line;
+  }
+  if (!stdinIsTerminal()) {
+    return (await readStdin("passphrase")).split(/\r?\n/)[0];
+  }
+  if (!options.create) return await readHidden("Passphrase: ");
+  const first = await readHidden("New passphrase for the sherlock store: ");
+  const second = await readHidden("Repeat it: ");
+  if (first !== second) {
+    throw new UsageError("the two passphrases differ; nothing was created");
+  }
+  return first;
+}

@@ -1,0 +1,107 @@
+/**
+ * `sherlock secret set|rm|ls`: the secrets in the local store that services
+ * with `[token] source = "secret"` use, by service name. Values are read
+ * from stdin or a no-echo prompt, never from argv (which every local user
+ * can see), and are never printed.
+ *
+ * @module
+ */
+
+import { callBroker, ensureBroker } from "../broker/client.ts";
+import {
+  type SecretList,
+  type SecretRemoved,
+  socketPath,
+} from "../broker/protocol.ts";
+import { UsageError } from "../errors.ts";
+import { NAME_PATTERN } from "../names.ts";
+import { commandContext } from "./context.ts";
+import { columns, printLine } from "./output.ts";
+import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
+
+/** The help text of `sherlock secret`. */
+export const SECRET_HELP = `Usage: sherlock secret set <service>
+       sherlock secret rm <service>
+       sherlock secret ls
+
+Manages the secrets of the local store (log in first). "set" reads the
+value from the terminal without echo, or from stdin:
+  gh auth token | sherlock secret set github
+Values never come from the command line and are never printed.`;
+
+/** Runs the command; returns the exit code. */
+export async function secretCommand(args: readonly string[]): Promise<number> {
+  const [action, ...rest] = args;
+  if (action === undefined || action === "--help" || action === "-h") {
+    printLine(SECRET_HELP);
+    return action === undefined ? 2 : 0;
+  }
+  if (action === "ls") {
+    if (rest.length > 0) throw new UsageError("usage: sherlock secret ls");
+    const socket = await brokerSocket();
+    const { secrets } = await callBroker<SecretList>({
+      socket,
+      method: "GET",
+      path: "/v1/secrets",
+    });
+    if (secrets.length === 0) {
+      printLine("no secrets stored");
+      return 0;
+    }
+    const rows = [["NAME", "CREATED", "UPDATED"]];
+    for (const secret of secrets) {
+      rows.push([secret.name, secret.created, secret.updated]);
+    }
+    for (const line of columns(rows)) printLine(line);
+    return 0;
+  }
+  if (action !== "set" && action !== "rm") {
+    throw new UsageError(
+      `unknown secret command ${action}; see sherlock secret --help`,
+    );
+  }
+  if (rest.length !== 1) {
+    throw new UsageError(
+      action === "set"
+        ? "usage: sherlock secret set <service> (the value comes from stdin or a prompt, never from argv)"
+        : "usage: sherlock secret rm <service>",
+    );
+  }
+  const name = rest[0];
+  if (!NAME_PATTERN.test(name)) {
+    throw new UsageError(
+      `"${name}" is not a service name (lowercase letters, digits, '-', '_')`,
+    );
+  }
+  const socket = await brokerSocket();
+  const path = `/v1/secrets/${encodeURIComponent(name)}`;
+  if (action === "rm") {
+    const { removed } = await callBroker<SecretRemoved>({
+      socket,
+      method: "DELETE",
+      path,
+    });
+    printLine(
+      removed
+        ? `removed the secret of ${name}`
+        : `there was no secret for ${name}`,
+    );
+    return 0;
+  }
+  const value = stdinIsTerminal()
+    ? await readHidden(`Secret for ${name}: `)
+    : await readStdin("secret");
+  if (value === "") {
+    throw new UsageError("the secret is empty; nothing was stored");
+  }
+  await callBroker({ socket, method: "PUT", path, body: { value } });
+  printLine(`stored the secret of ${name}`);
+  return 0;
+}
+
+async function brokerSocket(): Promise<string> {
+  const { paths } = commandContext();
+  const socket = socketPath(paths.runtimeDir);
+  await ensureBroker({ socket });
+  return socket;
+}

@@ -1,0 +1,19 @@
+/**
+ * How to run sherlock again as a child (the broker daemon, the token shim):
+ * the compiled binary's own path, or, when running from source, the Deno
+ * executable with this program's main module and permission flags. So it
+ * works without sherlock on PATH.
+ *
+ * @module
+ */
+
+import { fileURLToPath } from "node:url";
+
+/** The argv prefix that starts this sherlock; append a command and its args. */
+export function selfCommand(): string[] {
+  if (Deno.build.standalone) return [Deno.execPath()];
+  const main = fileURLToPath(new URL("../main.ts", import.meta.url));
+  // --allow-all: sherlock starts arbitrary agents and helpers, so any
+  // narrower set would be a promise it could not keep.
+  return [Deno.execPath(), "run", "--allow-all", "--quiet", main];
+}

@@ -1,0 +1,40 @@
+/**
+ * The schema of `$XDG_CONFIG_HOME/sherlock/config.toml`, sherlock's own
+ * settings. Strict like profiles and services; imported lazily.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import type { Validation } from "./config_files.ts";
+import { validateWith } from "./schema_problems.ts";
+
+/** config.toml as the schema normalizes it. */
+export const settingsSchema = z.strictObject({
+  login: z.strictObject({
+    provider: z.enum(["local"], {
+      error: (issue) =>
+        issue.input === "oidc"
+          ? "oidc is not available in this version of sherlock; use local"
+          : `must be "local"`,
+    }).default("local"),
+  }).default({ provider: "local" }),
+  broker: z.strictObject({
+    idle_timeout: z.int().positive("must be a positive number of seconds")
+      .optional(),
+  }).default({}),
+  render: z.strictObject({
+    tokens: z.enum(["inline", "shim"]).default("inline"),
+  }).default({ tokens: "inline" }),
+});
+
+/** sherlock's settings. */
+export type Settings = z.output<typeof settingsSchema>;
+
+/** Validates a parsed config.toml. */
+export function validateSettings(
+  raw: unknown,
+  text: string,
+): Validation<Settings> {
+  return validateWith(settingsSchema, raw, text);
+}

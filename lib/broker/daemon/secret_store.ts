@@ -1,0 +1,998 @@
+/**
+ * The `local` login provider's encrypted secret store.
+ *
+ * One file, `$XDG_DATA_HOME/sherlock/secrets.enc` (the caller passes the
+ * path), holds every secret the operator saved with `sherlock secret set`,
+ * encrypted with AES-256-GCM under a key that scrypt derives from the
+ * operator's passphrase. Only the broker daemon imports this module: it
+ * unlocks the store at `sherlock login`, keeps the derived key (never the
+ * passphrase) in memory, and locks it again at logout or idle timeout.
+ *
+ * The file is two lines, both ASCII:
+ *
+ * ```text
+ * {"format":"sherlock-secrets","version":1,"kdf":{…},"check":"…","cipher":{…}}
+ * <base64 of the AES-256-GCM ciphertext followed by its 16-byte tag>
+ * ```
+ *
+ * The first line's exact bytes are the GCM additional authenticated data, so
+ * any change to the header (version, KDF parameters, salt, IV) is detected.
+ * `check` is an HMAC made with a second half of the scrypt output, so that a
+ * wrong passphrase ({@linkcode WrongPassphraseError}) can be told from a
+ * damaged or altered file ({@linkcode CorruptStoreError}) without making a
+ * guess any cheaper than one scrypt run. `docs/secret_store.md` describes the
+ * format, the KDF parameters and their measured cost.
+ *
+ * Reading never changes the file's bytes; writing goes through
+ * `writePrivateFile` (temp file, fsync, rename), so a reader sees the old
+ * store or the new one, never a part, and a failed write leaves the old file
+ * (and the store in memory) as it was. No error message, log line or
+ * `inspect` output of this module contains a secret value or the passphrase.
+ *
+ * @module
+ */
+
+import { Buffer } from "node:buffer";
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHmac,
+  randomBytes,
+  scrypt,
+  timingSafeEqual,
+} from "node:crypto";
+import { ExitCode, SherlockError } from "../../errors.ts";
+import { NAME_PATTERN } from "../../names.ts";
+import { ensurePrivateParent, writePrivateFile } from "../../private_files.ts";
+
+/** The scrypt cost parameters of a store (RFC 7914 names). */
+export interface ScryptParams {
+  /** CPU/memory cost: a power of two. Memory used is 128 · N · r bytes. */
+  readonly N: number;
+  /** Block size. */
+  readonly r: number;
+  /** Parallelization. */
+  readonly p: number;
+}
+
+/**
+ * The KDF parameters of new stores: N = 2^17, r = 8, p = 1, i.e. 128 MiB and
+ * about 0.7 s per unlock on the reference machine (see
+ * `docs/secret_store.md`). This is OWASP's recommended minimum for scrypt.
+ * Raising them later is safe: every store records its own parameters.
+ */
+export const DEFAULT_SCRYPT_PARAMS: Readonly<ScryptParams> = Object.freeze({
+  N: 2 ** 17,
+  r: 8,
+  p: 1,
+});
+
+/** The file format version this module writes and the newest it reads. */
+export const STORE_FORMAT_VERSION = 1;
+
+/** The longest secret value accepted, in UTF-16 code units (64 KiB). */
+export const MAX_SECRET_VALUE_LENGTH = 64 * 1024;
+
+/** One secret's metadata, as {@linkcode SecretStore.list} returns it. */
+export interface SecretInfo {
+  /** The secret's name: the service it belongs to. */
+  readonly name: string;
+  /** When the secret was first set (RFC 3339, UTC, milliseconds). */
+  readonly created: string;
+  /** When the secret's value was last set (RFC 3339, UTC, milliseconds). */
+  readonly updated: string;
+}
+
+/**
+ * An unlocked secret store. Obtained from {@linkcode createStore} or
+ * {@linkcode unlockStore}; every method but `lock` throws
+ * {@linkcode StoreLockedError} once {@linkcode SecretStore.lock} was called.
+ */
+export interface SecretStore {
+  /** The store's file. */
+  readonly path: string;
+  /** When the store was created (RFC 3339, UTC, milliseconds). */
+  readonly createdAt: string;
+  /** The scrypt parameters this store's key was derived with. */
+  readonly kdf: Readonly<ScryptParams>;
+  /** Whether {@linkcode SecretStore.lock} was called. */
+  readonly locked: boolean;
+  /** Every secret's name and times, sorted by name; never the values. */
+  list(): SecretInfo[];
+  /** A secret's value, or undefined when there is none by that name. */
+  get(name: string): string | undefined;
+  /**
+   * Sets a secret's value and writes the store to disk atomically. A new
+   * secret gets `created` = `updated` = now; an existing one keeps its
+   * `created`. When the write fails, nothing changes, on disk or in memory.
+   */
+  set(name: string, value: string): Promise<void>;
+  /**
+   * Removes a secret and writes the store to disk atomically. Resolves to
+   * false (and writes nothing) when there was no secret by that name.
+   */
+  remove(name: string): Promise<boolean>;
+  /**
+   * Forgets the key and the secrets: zeroes the key's bytes and drops the
+   * entries. Idempotent. JavaScript strings cannot be zeroed, so values that
+   * were read remain in the heap until collected.
+   */
+  lock(): void;
+}
+
+/** Options for {@linkcode createStore}. */
+export interface CreateStoreOptions {
+  /** The KDF parameters (default {@linkcode DEFAULT_SCRYPT_PARAMS}). */
+  kdf?: ScryptParams;
+  /** The clock (default: the system clock); for tests. */
+  now?: () => Date;
+}
+
+/** Options for {@linkcode unlockStore}. */
+export interface UnlockStoreOptions {
+  /** The clock used for later `set` calls (default: the system clock). */
+  now?: () => Date;
+}
+
+/** The `code` of every {@linkcode SecretStoreError}, one per subclass. */
+export type SecretStoreErrorCode =
+  | "not-found"
+  | "exists"
+  | "wrong-passphrase"
+  | "corrupt"
+  | "newer-version"
+  | "locked"
+  | "invalid-name"
+  | "invalid-value"
+  | "invalid-passphrase"
+  | "write-failed";
+
+/**
+ * Any failure of the secret store. `code` tells the daemon which one it is
+ * (to map it to an HTTP status); `exitCode` is the CLI's. The message never
+ * contains a secret value or the passphrase.
+ */
+export class SecretStoreError extends SherlockError {
+  /** Which failure this is. */
+  readonly code: SecretStoreErrorCode;
+
+  /** Creates a secret store error. */
+  constructor(
+    message: string,
+    init: { code: SecretStoreErrorCode; exitCode: number; cause?: unknown },
+  ) {
+    super(message, init.exitCode);
+    this.name = "SecretStoreError";
+    this.code = init.code;
+    if (init.cause !== undefined) this.cause = init.cause;
+  }
+}
+
+/** {@linkcode unlockStore} found no file: run `sherlock login` to create one. */
+export class StoreNotFoundError extends SecretStoreError {
+  /** Creates the error for the store at `path`. */
+  constructor(path: string) {
+    super(
+      `no secret store at ${path}; run \`sherlock login\` to create one`,
+      { code: "not-found", exitCode: ExitCode.NoPermission },
+    );
+    this.name = "StoreNotFoundError";
+  }
+}
+
+/** {@linkcode createStore} found something at the path already. */
+export class StoreExistsError extends SecretStoreError {
+  /** Creates the error for the store at `path`. */
+  constructor(path: string) {
+    super(
+      `a secret store already exists at ${path}; unlock it instead, or move it away to start a new one`,
+      { code: "exists", exitCode: ExitCode.CantCreate },
+    );
+    this.name = "StoreExistsError";
+  }
+}
+
+/**
+ * The passphrase does not open a well-formed store. (An attacker who changed
+ * the salt or the KDF parameters in the header causes this too: the key
+ * derived from them cannot match.)
+ */
+export class WrongPassphraseError extends SecretStoreError {
+  /** Creates the error for the store at `path`. */
+  constructor(path: string) {
+    super(`wrong passphrase for the secret store ${path}`, {
+      code: "wrong-passphrase",
+      exitCode: ExitCode.NoPermission,
+    });
+    this.name = "WrongPassphraseError";
+  }
+}
+
+/**
+ * The file is not a store this sherlock can read: unparseable, truncated, a
+ * bad header, or contents that fail authentication although the passphrase
+ * is right (damaged or altered). The file is left as it was.
+ */
+export class CorruptStoreError extends SecretStoreError {
+  /** Creates the error; `reason` says what is wrong, without secrets. */
+  constructor(path: string, reason: string) {
+    super(
+      `the secret store ${path} is damaged (${reason}); it was left unchanged`,
+      { code: "corrupt", exitCode: ExitCode.Config },
+    );
+    this.name = "CorruptStoreError";
+  }
+}
+
+/** The store was written by a newer sherlock, in a format this one cannot read. */
+export class NewerStoreError extends SecretStoreError {
+  /** The store's format version. */
+  readonly version: number;
+  /** The newest format version this sherlock reads. */
+  readonly supported: number;
+
+  /** Creates the error for a store of format `version`. */
+  constructor(path: string, version: number) {
+    super(
+      `the secret store ${path} has format version ${version}, newer than this sherlock reads (${STORE_FORMAT_VERSION}); upgrade sherlock`,
+      { code: "newer-version", exitCode: ExitCode.Config },
+    );
+    this.name = "NewerStoreError";
+    this.version = version;
+    this.supported = STORE_FORMAT_VERSION;
+  }
+}
+
+/** The store was used after {@linkcode SecretStore.lock}. */
+export class StoreLockedError extends SecretStoreError {
+  /** Creates the error. */
+  constructor() {
+    super("the secret store is locked; run `sherlock login`", {
+      code: "locked",
+      exitCode: ExitCode.NoPermission,
+    });
+    this.name = "StoreLockedError";
+  }
+}
+
+/**
+ * A secret name is not a service name. The offending name is not repeated:
+ * it might be a token pasted in the wrong place.
+ */
+export class InvalidSecretNameError extends SecretStoreError {
+  /** Creates the error. */
+  constructor() {
+    super(
+      "invalid secret name: use the service's name (lowercase letters, digits, '-' and '_', starting with a letter or digit)",
+      { code: "invalid-name", exitCode: ExitCode.Usage },
+    );
+    this.name = "InvalidSecretNameError";
+  }
+}
+
+/** A secret value is empty, too long or not a string. */
+export class InvalidSecretValueError extends SecretStoreError {
+  /** Creates the error; `reason` never quotes the value. */
+  constructor(reason: string) {
+    super(`invalid secret value: ${reason}`, {
+      code: "invalid-value",
+      exitCode: ExitCode.Usage,
+    });
+    this.name = "InvalidSecretValueError";
+  }
+}
+
+/** A passphrase for a new store is empty or not a string. */
+export class InvalidPassphraseError extends SecretStoreError {
+  /** Creates the error; `reason` never quotes the passphrase. */
+  constructor(reason: string) {
+    super(`invalid passphrase: ${reason}`, {
+      code: "invalid-passphrase",
+      exitCode: ExitCode.Usage,
+    });
+    this.name = "InvalidPassphraseError";
+  }
+}
+
+/** Writing the store failed; the old file and the store in memory are intact. */
+export class StoreWriteError extends SecretStoreError {
+  /** Creates the error; `cause` is the file-system failure. */
+  constructor(path: string, cause: unknown) {
+    super(
+      `cannot write the secret store ${path} (${
+        cause instanceof Error ? cause.message : String(cause)
+      }); it was left as it was`,
+      { code: "write-failed", exitCode: ExitCode.CantCreate, cause },
+    );
+    this.name = "StoreWriteError";
+  }
+}
+
+/**
+ * Whether anything (a file, a folder, even a dangling symlink) is at `path`.
+ * Throws the file-system error when that cannot be told (e.g. a parent folder
+ * that cannot be searched).
+ */
+export function storeExists(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}
+
+/**
+ * Creates a new, empty store at `path` protected by `passphrase`: creates the
+ * parent folder 0700 if needed, derives a key from a fresh random salt, and
+ * writes the file 0600. Refuses with {@linkcode StoreExistsError} when
+ * anything is at `path` already; never overwrites.
+ *
+ * The passphrase is NFC-normalized before use, so the same characters typed
+ * on different systems give the same key.
+ */
+export async function createStore(
+  path: string,
+  passphrase: string,
+  options: CreateStoreOptions = {},
+): Promise<SecretStore> {
+  const kdf = options.kdf ?? DEFAULT_SCRYPT_PARAMS;
+  const kdfProblem = scryptParamsProblem(kdf);
+  if (kdfProblem) throw new RangeError(`scrypt parameters: ${kdfProblem}`);
+  if (typeof passphrase !== "string") {
+    throw new InvalidPassphraseError("it must be a string");
+  }
+  if (passphrase.normalize("NFC").length === 0) {
+    throw new InvalidPassphraseError("it must not be empty");
+  }
+  if (storeExists(path)) throw new StoreExistsError(path);
+  try {
+    ensurePrivateParent(path);
+  } catch (error) {
+    throw new StoreWriteError(path, error);
+  }
+  const now = options.now ?? systemNow;
+  const salt = randomBytes(SALT_BYTES);
+  const keys = await deriveKeys(passphrase, { salt, kdf });
+  const header: FixedHeader = {
+    kdf: { N: kdf.N, r: kdf.r, p: kdf.p, salt: salt.toString("base64") },
+    check: keyCheck(keys.check).toString("base64"),
+  };
+  keys.check.fill(0);
+  const contents: StoreContents = {
+    created: timestamp(now()),
+    entries: new Map(),
+  };
+  try {
+    // The KDF took a while: refuse a file that appeared meanwhile.
+    if (storeExists(path)) throw new StoreExistsError(path);
+    writeStore(path, { key: keys.encryption, header, contents });
+  } catch (error) {
+    keys.encryption.fill(0);
+    throw error;
+  }
+  return new UnlockedStore({
+    path,
+    header,
+    key: keys.encryption,
+    contents,
+    now,
+  });
+}
+
+/**
+ * Opens the store at `path` with `passphrase`. Reads the file and never
+ * changes its bytes; on success, a file readable by others is narrowed to
+ * 0600. Throws {@linkcode StoreNotFoundError}, {@linkcode CorruptStoreError}
+ * (checked before the slow KDF runs, where possible),
+ * {@linkcode NewerStoreError} or {@linkcode WrongPassphraseError}; after any
+ * failure, another call (with the right passphrase) works.
+ */
+export async function unlockStore(
+  path: string,
+  passphrase: string,
+  options: UnlockStoreOptions = {},
+): Promise<SecretStore> {
+  if (typeof passphrase !== "string") {
+    throw new InvalidPassphraseError("it must be a string");
+  }
+  const file = await readStoreFile(path);
+  const parsed = parseStoreFile(path, file.bytes);
+  const keys = await deriveKeys(passphrase, {
+    salt: parsed.salt,
+    kdf: parsed.header.kdf,
+  });
+  const checkMatches = timingSafeEqual(keyCheck(keys.check), parsed.check);
+  keys.check.fill(0);
+  if (!checkMatches) {
+    keys.encryption.fill(0);
+    throw new WrongPassphraseError(path);
+  }
+  let plaintext: Buffer;
+  try {
+    plaintext = decrypt(keys.encryption, parsed);
+  } catch {
+    keys.encryption.fill(0);
+    throw new CorruptStoreError(
+      path,
+      "the passphrase is right, but the contents fail authentication: the file was altered or damaged",
+    );
+  }
+  let contents: StoreContents;
+  try {
+    contents = parseContents(path, plaintext);
+  } catch (error) {
+    keys.encryption.fill(0);
+    throw error;
+  } finally {
+    plaintext.fill(0);
+  }
+  if (file.mode !== null && (file.mode & 0o077) !== 0) {
+    try {
+      Deno.chmodSync(path, 0o600);
+    } catch {
+      // Best effort: the next write creates the file 0600 anyway.
+    }
+  }
+  return new UnlockedStore({
+    path,
+    header: parsed.header,
+    key: keys.encryption,
+    contents,
+    now: options.now ?? systemNow,
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Internals.
+
+/** The first line's `format`: every version of the store keeps it. */
+const FORMAT_NAME = "sherlock-secrets";
+/** The KDF name in a version 1 header. */
+const KDF_NAME = "scrypt";
+/** The cipher name in a version 1 header. */
+const CIPHER_NAME = "aes-256-gcm";
+const SALT_BYTES = 16;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+const KEY_BYTES = 32;
+const CHECK_BYTES = 32;
+/** The HMAC message whose MAC is the header's `check`. */
+const CHECK_LABEL = "sherlock-secrets v1 key check";
+/** Larger files are refused unread: a store of secrets is a few KiB. */
+const MAX_FILE_BYTES = 16 * 1024 * 1024;
+
+/** Bounds on KDF parameters read from a file, so a bad one cannot hang us. */
+const MIN_LOG2_N = 10;
+const MAX_LOG2_N = 20;
+const MAX_R = 32;
+const MAX_P = 16;
+/** 128 · N · r: the memory scrypt needs. */
+const MAX_KDF_MEMORY = 1024 * 1024 * 1024;
+/** N · r · p: proportional to the time scrypt needs (16× the default). */
+const MAX_KDF_WORK = 2 ** 24;
+
+/** A version 1 header's KDF part. */
+interface KdfHeader extends ScryptParams {
+  /** The salt, base64. */
+  readonly salt: string;
+}
+
+/** The parts of a version 1 header that stay the same across writes. */
+interface FixedHeader {
+  readonly kdf: KdfHeader;
+  /** The key check value, base64. */
+  readonly check: string;
+}
+
+/** A parsed store file, before decryption. */
+interface ParsedStoreFile {
+  readonly header: FixedHeader;
+  /** The first line's exact bytes: the GCM AAD. */
+  readonly aad: Buffer;
+  readonly salt: Buffer;
+  readonly check: Buffer;
+  readonly iv: Buffer;
+  readonly ciphertext: Buffer;
+  readonly tag: Buffer;
+}
+
+/** One secret as stored. */
+interface Entry {
+  readonly value: string;
+  readonly created: string;
+  readonly updated: string;
+}
+
+/** The decrypted contents. */
+interface StoreContents {
+  readonly created: string;
+  readonly entries: Map<string, Entry>;
+}
+
+/** The two keys scrypt's 64-byte output is split into. */
+interface DerivedKeys {
+  /** The AES-256-GCM key: the first 32 bytes. */
+  readonly encryption: Buffer;
+  /** The key of the `check` HMAC: the last 32 bytes. */
+  readonly check: Buffer;
+}
+
+/** The store behind the {@linkcode SecretStore} interface. */
+class UnlockedStore implements SecretStore {
+  readonly path: string;
+  readonly createdAt: string;
+  readonly kdf: Readonly<ScryptParams>;
+  #header: FixedHeader;
+  #key: Buffer;
+  #entries: Map<string, Entry>;
+  #now: () => Date;
+  #locked = false;
+
+  constructor(init: {
+    path: string;
+    header: FixedHeader;
+    key: Buffer;
+    contents: StoreContents;
+    now: () => Date;
+  }) {
+    this.path = init.path;
+    this.createdAt = init.contents.created;
+    this.kdf = Object.freeze({
+      N: init.header.kdf.N,
+      r: init.header.kdf.r,
+      p: init.header.kdf.p,
+    });
+    this.#header = init.header;
+    this.#key = init.key;
+    this.#entries = init.contents.entries;
+    this.#now = init.now;
+  }
+
+  get locked(): boolean {
+    return this.#locked;
+  }
+
+  list(): SecretInfo[] {
+    this.#assertUnlocked();
+    return sortedByName(this.#entries).map(([name, entry]) => ({
+      name,
+      created: entry.created,
+      updated: entry.updated,
+    }));
+  }
+
+  get(name: string): string | undefined {
+    this.#assertUnlocked();
+    assertSecretName(name);
+    return this.#entries.get(name)?.value;
+  }
+
+  // deno-lint-ignore require-await
+  async set(name: string, value: string): Promise<void> {
+    this.#assertUnlocked();
+    assertSecretName(name);
+    assertSecretValue(value);
+    const now = timestamp(this.#now());
+    const entries = new Map(this.#entries);
+    const previous = entries.get(name);
+    entries.set(name, {
+      value,
+      created: previous?.created ?? now,
+      updated: now,
+    });
+    this.#persist(entries);
+  }
+
+  // deno-lint-ignore require-await
+  async remove(name: string): Promise<boolean> {
+    this.#assertUnlocked();
+    assertSecretName(name);
+    if (!this.#entries.has(name)) return false;
+    const entries = new Map(this.#entries);
+    entries.delete(name);
+    this.#persist(entries);
+    return true;
+  }
+
+  lock(): void {
+    this.#key.fill(0);
+    this.#entries = new Map();
+    this.#locked = true;
+  }
+
+  /**
+   * Writes `entries` to disk, and only then makes them the store's contents.
+   * Synchronous from start to end, so two calls never interleave.
+   */
+  #persist(entries: Map<string, Entry>): void {
+    writeStore(this.path, {
+      key: this.#key,
+      header: this.#header,
+      contents: { created: this.createdAt, entries },
+    });
+    this.#entries = entries;
+  }
+
+  /** What `console.log` and `Deno.inspect` show: never the key or values. */
+  [Symbol.for("Deno.customInspect")](): string {
+    return this.#describe();
+  }
+
+  /** What `JSON.stringify` shows: never the key or values. */
+  toJSON(): Record<string, unknown> {
+    return {
+      path: this.path,
+      createdAt: this.createdAt,
+      locked: this.#locked,
+      secrets: this.#entries.size,
+    };
+  }
+
+  /** What `String(store)` shows. */
+  toString(): string {
+    return this.#describe();
+  }
+
+  #describe(): string {
+    return this.#locked
+      ? `SecretStore { path: ${this.path}, locked }`
+      : `SecretStore { path: ${this.path}, ${this.#entries.size} secrets }`;
+  }
+
+  #assertUnlocked(): void {
+    if (this.#locked) throw new StoreLockedError();
+  }
+}
+
+function systemNow(): Date {
+  return new Date();
+}
+
+/** RFC 3339 in UTC with milliseconds, as `Date#toISOString` writes it. */
+function timestamp(date: Date): string {
+  return date.toISOString();
+}
+
+function isTimestamp(value: unknown): value is string {
+  if (typeof value !== "string") return false;
+  const date = new Date(value);
+  return !Number.isNaN(date.getTime()) && date.toISOString() === value;
+}
+
+function assertSecretName(name: unknown): asserts name is string {
+  if (typeof name !== "string" || !NAME_PATTERN.test(name)) {
+    throw new InvalidSecretNameError();
+  }
+}
+
+function assertSecretValue(value: unknown): asserts value is string {
+  if (typeof value !== "string") {
+    throw new InvalidSecretValueError("it must be a string");
+  }
+  if (value.length === 0) {
+    throw new InvalidSecretValueError("it must not be empty");
+  }
+  if (value.length > MAX_SECRET_VALUE_LENGTH) {
+    throw new InvalidSecretValueError(
+      `it is longer than ${MAX_SECRET_VALUE_LENGTH} characters`,
+    );
+  }
+}
+
+/** Why `kdf` is unacceptable, or undefined when it is fine. */
+function scryptParamsProblem(kdf: ScryptParams): string | undefined {
+  const { N, r, p } = kdf;
+  if (![N, r, p].every((n) => Number.isSafeInteger(n) && n > 0)) {
+    return "N, r and p must be positive integers";
+  }
+  const log2N = Math.log2(N);
+  if (!Number.isInteger(log2N) || log2N < MIN_LOG2_N || log2N > MAX_LOG2_N) {
+    return `N must be a power of two from 2^${MIN_LOG2_N} to 2^${MAX_LOG2_N}`;
+  }
+  if (r > MAX_R) return `r must be at most ${MAX_R}`;
+  if (p > MAX_P) return `p must be at most ${MAX_P}`;
+  if (128 * N * r > MAX_KDF_MEMORY) return "128·N·r must be at most 1 GiB";
+  if (N * r * p > MAX_KDF_WORK) return "N·r·p must be at most 2^24";
+  return undefined;
+}
+
+/**
+ * Runs scrypt off the main thread (Deno's `node:crypto` scrypt is native and
+ * asynchronous) and splits its 64 bytes into the two keys.
+ */
+function deriveKeys(
+  passphrase: string,
+  options: { salt: Buffer; kdf: ScryptParams },
+): Promise<DerivedKeys> {
+  const { N, r, p } = options.kdf;
+  const secret = Buffer.from(passphrase.normalize("NFC"), "utf8");
+  return new Promise<DerivedKeys>((resolve, reject) => {
+    const done = (error: Error | null, output: Buffer) => {
+      secret.fill(0);
+      if (error) {
+        // The library's message names parameters only, but be sure.
+        reject(new Error("scrypt failed", { cause: error.name }));
+        return;
+      }
+      const encryption = Buffer.alloc(KEY_BYTES);
+      const check = Buffer.alloc(CHECK_BYTES);
+      output.copy(encryption, 0, 0, KEY_BYTES);
+      output.copy(check, 0, KEY_BYTES, KEY_BYTES + CHECK_BYTES);
+      output.fill(0);
+      resolve({ encryption, check });
+    };
+    try {
+      scrypt(secret, options.salt, KEY_BYTES + CHECK_BYTES, {
+        N,
+        r,
+        p,
+        // Node's default limit (32 MiB) is below the default parameters'.
+        maxmem: 128 * N * r + 128 * r * p + 1024 * 1024,
+      }, done);
+    } catch (error) {
+      secret.fill(0);
+      reject(
+        new Error("scrypt failed", {
+          cause: error instanceof Error ? error.name : "unknown",
+        }),
+      );
+    }
+  });
+}
+
+/** The header's `check`: proves the key right without decrypting. */
+function keyCheck(checkKey: Buffer): Buffer {
+  return createHmac("sha256", checkKey).update(CHECK_LABEL).digest();
+}
+
+/**
+ * Encrypts `contents` with a fresh IV and writes the file atomically (0600,
+ * in a 0700 folder); on failure the old file is left as it was.
+ */
+function writeStore(
+  path: string,
+  options: { key: Buffer; header: FixedHeader; contents: StoreContents },
+): void {
+  const text = serializeStore(options);
+  try {
+    ensurePrivateParent(path);
+    writePrivateFile(path, text);
+  } catch (error) {
+    throw new StoreWriteError(path, error);
+  }
+}
+
+/** The file's text for `contents`, encrypted under `key` with a fresh IV. */
+function serializeStore(
+  options: { key: Buffer; header: FixedHeader; contents: StoreContents },
+): string {
+  const { key, header, contents } = options;
+  const iv = randomBytes(IV_BYTES);
+  // Key order is fixed here; the reader authenticates the exact bytes.
+  const headerLine = JSON.stringify({
+    format: FORMAT_NAME,
+    version: STORE_FORMAT_VERSION,
+    kdf: {
+      name: KDF_NAME,
+      N: header.kdf.N,
+      r: header.kdf.r,
+      p: header.kdf.p,
+      salt: header.kdf.salt,
+    },
+    check: header.check,
+    cipher: { name: CIPHER_NAME, iv: iv.toString("base64") },
+  });
+  const entries: Record<string, Entry> = {};
+  for (const [name, entry] of sortedByName(contents.entries)) {
+    entries[name] = {
+      value: entry.value,
+      created: entry.created,
+      updated: entry.updated,
+    };
+  }
+  const plaintext = Buffer.from(
+    JSON.stringify({ created: contents.created, entries }),
+    "utf8",
+  );
+  const cipher = createCipheriv(CIPHER_NAME, key, iv, {
+    authTagLength: TAG_BYTES,
+  });
+  cipher.setAAD(Buffer.from(headerLine, "utf8"));
+  const body = Buffer.concat([
+    cipher.update(plaintext),
+    cipher.final(),
+    cipher.getAuthTag(),
+  ]);
+  plaintext.fill(0);
+  return `${headerLine}\n${body.toString("base64")}\n`;
+}
+
+/** Reads the store's bytes and mode; refuses anything but a regular file. */
+async function readStoreFile(
+  path: string,
+): Promise<{ bytes: Uint8Array; mode: number | null }> {
+  let info: Deno.FileInfo;
+  try {
+    info = await Deno.lstat(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      throw new StoreNotFoundError(path);
+    }
+    throw error;
+  }
+  if (!info.isFile) {
+    throw new CorruptStoreError(
+      path,
+      "it is not a regular file (a symlink, folder or device)",
+    );
+  }
+  if (info.size > MAX_FILE_BYTES) {
+    throw new CorruptStoreError(path, "it is far larger than a store can be");
+  }
+  try {
+    return { bytes: await Deno.readFile(path), mode: info.mode };
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      throw new StoreNotFoundError(path);
+    }
+    throw error;
+  }
+}
+
+/**
+ * Checks everything that can be checked without the key: the layout, the
+ * header (format, version, KDF parameters, sizes) and the base64.
+ */
+function parseStoreFile(path: string, bytes: Uint8Array): ParsedStoreFile {
+  const corrupt = (reason: string) => new CorruptStoreError(path, reason);
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw corrupt("it is not text");
+  }
+  const lines = text.split("\n");
+  const headerLine = lines[0];
+  // Check the version first: a newer format may lay out the rest otherwise.
+  let header: unknown;
+  try {
+    header = JSON.parse(headerLine);
+  } catch {
+    throw corrupt("its first line is not a JSON header");
+  }
+  if (!isRecord(header) || header.format !== FORMAT_NAME) {
+    throw corrupt("it is not a sherlock secret store");
+  }
+  const version = header.version;
+  if (!Number.isSafeInteger(version) || (version as number) < 1) {
+    throw corrupt("its format version is invalid");
+  }
+  if ((version as number) > STORE_FORMAT_VERSION) {
+    throw new NewerStoreError(path, version as number);
+  }
+  if (lines.length !== 3 || lines[2] !== "") {
+    throw corrupt("it does not have exactly two lines (truncated?)");
+  }
+  if (
+    !hasExactKeys(header, ["format", "version", "kdf", "check", "cipher"])
+  ) {
+    throw corrupt("its header has missing or unknown fields");
+  }
+  const { kdf, cipher } = header;
+  if (
+    !isRecord(kdf) || !hasExactKeys(kdf, ["name", "N", "r", "p", "salt"]) ||
+    kdf.name !== KDF_NAME
+  ) {
+    throw corrupt("its header's kdf is not scrypt with N, r, p and salt");
+  }
+  const params = { N: kdf.N, r: kdf.r, p: kdf.p } as ScryptParams;
+  const kdfProblem = scryptParamsProblem(params);
+  if (kdfProblem) throw corrupt(`its scrypt parameters are out of range`);
+  if (
+    !isRecord(cipher) || !hasExactKeys(cipher, ["name", "iv"]) ||
+    cipher.name !== CIPHER_NAME
+  ) {
+    throw corrupt("its header's cipher is not aes-256-gcm with an iv");
+  }
+  const salt = decodeBase64(kdf.salt, SALT_BYTES);
+  const check = decodeBase64(header.check, CHECK_BYTES);
+  const iv = decodeBase64(cipher.iv, IV_BYTES);
+  if (!salt || !check || !iv) {
+    throw corrupt("its header's salt, check or iv is malformed");
+  }
+  const body = decodeBase64(lines[1]);
+  if (!body || body.length < TAG_BYTES) {
+    throw corrupt("its encrypted contents are malformed or truncated");
+  }
+  return {
+    header: {
+      kdf: { ...params, salt: kdf.salt as string },
+      check: header.check as string,
+    },
+    aad: Buffer.from(headerLine, "utf8"),
+    salt,
+    check,
+    iv,
+    ciphertext: body.subarray(0, body.length - TAG_BYTES),
+    tag: body.subarray(body.length - TAG_BYTES),
+  };
+}
+
+/** Decrypts and authenticates; throws when authentication fails. */
+function decrypt(key: Buffer, parsed: ParsedStoreFile): Buffer {
+  const decipher = createDecipheriv(CIPHER_NAME, key, parsed.iv, {
+    authTagLength: TAG_BYTES,
+  });
+  decipher.setAAD(parsed.aad);
+  decipher.setAuthTag(parsed.tag);
+  return Buffer.concat([decipher.update(parsed.ciphertext), decipher.final()]);
+}
+
+/** Validates the decrypted JSON. Messages never quote its contents. */
+function parseContents(path: string, plaintext: Buffer): StoreContents {
+  const corrupt = (reason: string) => new CorruptStoreError(path, reason);
+  let data: unknown;
+  try {
+    data = JSON.parse(
+      new TextDecoder("utf-8", { fatal: true }).decode(plaintext),
+    );
+  } catch {
+    throw corrupt("its decrypted contents are not JSON");
+  }
+  if (
+    !isRecord(data) || !hasExactKeys(data, ["created", "entries"]) ||
+    !isTimestamp(data.created) || !isRecord(data.entries)
+  ) {
+    throw corrupt("its decrypted contents are not a store");
+  }
+  const entries = new Map<string, Entry>();
+  for (const [name, entry] of Object.entries(data.entries)) {
+    if (
+      !NAME_PATTERN.test(name) || !isRecord(entry) ||
+      !hasExactKeys(entry, ["value", "created", "updated"]) ||
+      typeof entry.value !== "string" || entry.value.length === 0 ||
+      !isTimestamp(entry.created) || !isTimestamp(entry.updated)
+    ) {
+      throw corrupt("an entry of its decrypted contents is malformed");
+    }
+    entries.set(name, {
+      value: entry.value,
+      created: entry.created,
+      updated: entry.updated,
+    });
+  }
+  return { created: data.created, entries };
+}
+
+/** The entries of `map`, sorted by name (code unit order, like `sort()`). */
+function sortedByName<T>(map: Map<string, T>): [string, T][] {
+  return [...map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function hasExactKeys(
+  record: Record<string, unknown>,
+  keys: readonly string[],
+): boolean {
+  const actual = Object.keys(record);
+  return actual.length === keys.length &&
+    keys.every((key) => Object.hasOwn(record, key));
+}
+
+/**
+ * Strict base64 (standard alphabet, padded, canonical), optionally of an
+ * exact decoded length; undefined when `value` is anything else.
+ */
+function decodeBase64(value: unknown, length?: number): Buffer | undefined {
+  if (typeof value !== "string" || value.length % 4 !== 0) return undefined;
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(value)) return undefined;
+  const bytes = Buffer.from(value, "base64");
+  if (bytes.toString("base64") !== value) return undefined;
+  if (length !== undefined && bytes.length !== length) return undefined;
+  return bytes;
+}

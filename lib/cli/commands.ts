@@ -46,6 +46,10 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
       "serve, start, stop or inspect the credential broker; its audit log",
     load: async () => (await import("./broker.ts")).brokerCommand,
   },
+  shim: {
+    summary: "(used inside rendered configs) run an MCP server with its token",
+    load: async () => (await import("./shim.ts")).shimCommand,
+  },
   help: {
     summary: "show this help, or a command's",
     load: async () => (await import("./help.ts")).helpCommand,

@@ -6,13 +6,8 @@
  */
 
 import { formatProblem } from "../config_files.ts";
-import { ensureBroker, fetchTokens, whoami } from "../broker/client.ts";
 import { socketPath } from "../broker/protocol.ts";
-import {
-  ExecutableNotFoundError,
-  NoPermissionError,
-  NotExecutableError,
-} from "../errors.ts";
+import { ExecutableNotFoundError, NotExecutableError } from "../errors.ts";
 import type { Env, SherlockPaths } from "../paths.ts";
 import { type LoadedProfile, loadProfile } from "../profiles/loader.ts";
 import { renderDocument } from "../render/formats.ts";
@@ -27,10 +22,13 @@ import {
   newSessionRecord,
   sweepStaleSessions,
 } from "../render/session_files.ts";
-import { loadServices, needsToken, type Service } from "../services/loader.ts";
+import { selfCommand } from "../self_command.ts";
+import { loadServices } from "../services/loader.ts";
+import { loadSettings } from "../settings.ts";
 import { ValidationCache } from "../validation_cache.ts";
 import { findExecutable, requireExecutable } from "./executable.ts";
 import { buildArgs, buildEnv, configFilePath } from "./plan.ts";
+import { fetchSessionTokens, planTokens } from "./session_tokens.ts";
 import { signalNumber, SignalRelay } from "./spawn.ts";
 
 /** What `sherlock run` asks for. */
@@ -88,6 +86,7 @@ export async function runSession(
   const cache = new ValidationCache(paths.cacheDir);
   const loaded = await loadProfile(options.agent, { paths, cache });
   const { services, problems } = await loadServices({ paths, cache });
+  const settings = await loadSettings({ paths, cache });
   cache.save();
   for (const problem of problems) {
     options.onWarning(`skipping service: ${formatProblem(problem)}`);
@@ -95,17 +94,22 @@ export async function runSession(
   if (!options.dryRun) sweepStaleSessions(paths.stateDir);
 
   const session = newSessionId();
+  const socket = socketPath(paths.runtimeDir);
+  const plan = planTokens({
+    services,
+    configured: settings.render.tokens,
+    agent: options.agent,
+  });
   const tokens = options.dryRun
     ? new Map<string, string>()
-    : await fetchSessionTokens({
-      services,
-      runtimeDir: paths.runtimeDir,
-      session,
-      agent: options.agent,
-    });
+    : await fetchSessionTokens({ plan, socket, session, agent: options.agent });
   const document = renderDocument(
     loaded.profile.mcp.format,
-    serverEntries(services, tokens),
+    serverEntries(services, {
+      tokens,
+      delivery: plan.delivery,
+      shim: { command: selfCommand(), socket, session, agent: options.agent },
+    }),
   );
   const context = { env: options.env, uid: options.uid };
   const configPath = loaded.profile.mcp.mode === "config-file"
@@ -170,42 +174,6 @@ export async function runSession(
     relay.close();
     endSession(paths.stateDir, record);
   }
-}
-
-/**
- * The tokens of the services that need one, from the broker: started when
- * it is not running, asked who is logged in (not logged in → exit 77 with
- * what to do), then one request per service, all at once. No broker is
- * involved when no service needs a token.
- */
-async function fetchSessionTokens(
-  options: {
-    services: readonly Service[];
-    runtimeDir: string;
-    session: string;
-    agent: string;
-  },
-): Promise<Map<string, string>> {
-  const needing = options.services.filter(needsToken).map((service) =>
-    service.service.name
-  );
-  if (needing.length === 0) return new Map();
-  const socket = socketPath(options.runtimeDir);
-  await ensureBroker({ socket });
-  const who = await whoami(socket);
-  if (!who.loggedIn) {
-    throw new NoPermissionError(
-      `not logged in to the broker (services ${
-        needing.join(", ")
-      } need tokens); run "sherlock login"`,
-    );
-  }
-  return await fetchTokens({
-    socket,
-    services: needing,
-    session: options.session,
-    agent: options.agent,
-  });
 }
 
 function spawnError(

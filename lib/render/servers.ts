@@ -1,6 +1,7 @@
 /**
- * The MCP servers of one session, with their tokens in place, in a form
- * that every document format renders from. Pure.
+ * The MCP servers of one session, with their tokens in place (inline) or
+ * behind the token shim, in a form that every document format renders
+ * from. Pure.
  *
  * @module
  */
@@ -34,29 +35,59 @@ export interface RemoteEntry {
 /** One rendered server. */
 export type ServerEntry = StdioEntry | RemoteEntry;
 
+/** How a token reaches its server. */
+export type TokenDelivery = "inline" | "shim";
+
 /** What `--dry-run` and redacted output show instead of a token. */
 export const REDACTED = "<redacted>";
 
-/**
- * The entries for `services`, by service name. `tokens` maps a service name
- * to its token; a service that needs a token and has none in the map gets
- * {@linkcode REDACTED} (that is how `--dry-run` renders without fetching).
- */
+/** What a shim entry needs to know about the session. */
+export interface ShimContext {
+  /** How to start sherlock itself (see `self_command.ts`). */
+  command: string[];
+  /** The broker's socket. */
+  socket: string;
+  /** The session id. */
+  session: string;
+  /** The agent's profile name. */
+  agent: string;
+}
+
+/** What to render the services with. */
+export interface ServerEntriesOptions {
+  /**
+   * The tokens of the services with inline delivery, by name; a missing one
+   * is rendered as {@linkcode REDACTED} (that is how `--dry-run` renders).
+   */
+  tokens: ReadonlyMap<string, string>;
+  /** The delivery of each service that needs a token. */
+  delivery: (service: Service) => TokenDelivery;
+  /** Needed when any stdio service uses the shim. */
+  shim?: ShimContext;
+}
+
+/** The entries for `services`, by service name. */
 export function serverEntries(
   services: readonly Service[],
-  tokens: ReadonlyMap<string, string>,
+  options: ServerEntriesOptions,
 ): Record<string, ServerEntry> {
   const entries: Record<string, ServerEntry> = {};
   for (const service of services) {
+    const name = service.service.name;
     const { server, token } = service;
-    const value = token.source === "none" ? undefined : token.format.replaceAll(
+    const needsToken = token.source !== "none";
+    const inlineValue = token.format.replaceAll(
       "{token}",
-      tokens.get(service.service.name) ?? REDACTED,
+      options.tokens.get(name) ?? REDACTED,
     );
     if ("command" in server) {
+      if (needsToken && options.delivery(service) === "shim" && token.env) {
+        entries[name] = shimEntry(service, token.env, options.shim);
+        continue;
+      }
       const env = { ...server.env };
-      if (value !== undefined && token.env) env[token.env] = value;
-      entries[service.service.name] = {
+      if (needsToken && token.env) env[token.env] = inlineValue;
+      entries[name] = {
         kind: "stdio",
         command: server.command,
         args: [...server.args],
@@ -64,8 +95,8 @@ export function serverEntries(
       };
     } else {
       const headers = { ...server.headers };
-      if (value !== undefined && token.header) headers[token.header] = value;
-      entries[service.service.name] = {
+      if (needsToken && token.header) headers[token.header] = inlineValue;
+      entries[name] = {
         kind: "remote",
         url: server.url,
         transport: server.transport,
@@ -74,4 +105,57 @@ export function serverEntries(
     }
   }
   return entries;
+}
+
+/**
+ * A service's token delivery: the service's own `[token] delivery`, else
+ * config.toml's `[render] tokens` — unless the format forces the shim
+ * (the config would end up in argv or in a file the operator owns).
+ */
+export function tokenDelivery(
+  options: { service: Service; configured: TokenDelivery; forceShim: boolean },
+): TokenDelivery {
+  if (options.forceShim) return "shim";
+  return options.service.token.delivery ?? options.configured;
+}
+
+function shimEntry(
+  service: Service,
+  tokenEnv: string,
+  shim: ShimContext | undefined,
+): StdioEntry {
+  if (shim === undefined) {
+    throw new Error("a shim entry needs the session's shim context");
+  }
+  const server = service.server as {
+    command: string;
+    args: string[];
+    env: Record<string, string>;
+  };
+  const [command, ...selfArgs] = shim.command;
+  const format = service.token.format === "{token}"
+    ? []
+    : ["--token-format", service.token.format];
+  return {
+    kind: "stdio",
+    command,
+    args: [
+      ...selfArgs,
+      "shim",
+      "--socket",
+      shim.socket,
+      "--session",
+      shim.session,
+      "--agent",
+      shim.agent,
+      "--token-env",
+      tokenEnv,
+      ...format,
+      service.service.name,
+      "--",
+      server.command,
+      ...server.args,
+    ],
+    env: { ...server.env },
+  };
 }

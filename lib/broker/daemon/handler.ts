@@ -20,6 +20,7 @@ import {
 } from "../protocol.ts";
 import { appendAudit } from "./audit_log.ts";
 import type { LoginState } from "./login_state.ts";
+import { SecretStoreError } from "./secret_store.ts";
 import { BrokerRequestError, type TokenBroker } from "./token_broker.ts";
 
 /** What the routes work with. */
@@ -253,16 +254,23 @@ function failure(status: number, code: ErrorCode, message: string): Response {
 function storeErrorKind(
   error: unknown,
 ): { status: number; code: ErrorCode } | undefined {
-  const name = (error as Error | undefined)?.name;
-  switch (name) {
-    case "WrongPassphraseError":
+  if (!(error instanceof SecretStoreError)) return undefined;
+  switch (error.code) {
+    case "wrong-passphrase":
       return { status: 401, code: "wrong_passphrase" };
-    case "CorruptStoreError":
-    case "NewerStoreError":
-      return { status: 409, code: "store_unusable" };
-    case "StoreExistsError":
+    case "not-found":
+    case "locked":
+      return { status: 401, code: "not_logged_in" };
+    case "exists":
       return { status: 409, code: "store_exists" };
-    default:
-      return undefined;
+    case "invalid-name":
+    case "invalid-value":
+    case "invalid-passphrase":
+      return { status: 400, code: "bad_request" };
+    case "corrupt":
+    case "newer-version":
+    case "read-failed":
+    case "write-failed":
+      return { status: 409, code: "store_unusable" };
   }
 }

@@ -43,7 +43,11 @@ import {
 } from "node:crypto";
 import { ExitCode, SherlockError } from "../../errors.ts";
 import { NAME_PATTERN } from "../../names.ts";
-import { ensurePrivateParent, writePrivateFile } from "../../private_files.ts";
+import {
+  describeFsError,
+  ensurePrivateParent,
+  writePrivateFile,
+} from "../../private_files.ts";
 
 /** The scrypt cost parameters of a store (RFC 7914 names). */
 export interface ScryptParams {
@@ -145,6 +149,7 @@ export type SecretStoreErrorCode =
   | "invalid-name"
   | "invalid-value"
   | "invalid-passphrase"
+  | "read-failed"
   | "write-failed";
 
 /**
@@ -294,14 +299,28 @@ export class InvalidPassphraseError extends SecretStoreError {
   }
 }
 
+/** Reading the store failed (e.g. permission denied); it was not changed. */
+export class StoreReadError extends SecretStoreError {
+  /** Creates the error; `cause` is the file-system failure. */
+  constructor(path: string, cause: unknown) {
+    super(
+      `cannot read the secret store ${path} (${describeFsError(cause)})`,
+      { code: "read-failed", exitCode: ExitCode.Config, cause },
+    );
+    this.name = "StoreReadError";
+  }
+}
+
 /** Writing the store failed; the old file and the store in memory are intact. */
 export class StoreWriteError extends SecretStoreError {
   /** Creates the error; `cause` is the file-system failure. */
   constructor(path: string, cause: unknown) {
+    // private_files.ts already names the path and the reason.
+    const what = cause instanceof SherlockError
+      ? cause.message
+      : `cannot write the secret store ${path}: ${describeFsError(cause)}`;
     super(
-      `cannot write the secret store ${path} (${
-        cause instanceof Error ? cause.message : String(cause)
-      }); it was left as it was`,
+      `${what}; the secret store was left as it was`,
       { code: "write-failed", exitCode: ExitCode.CantCreate, cause },
     );
     this.name = "StoreWriteError";
@@ -310,15 +329,15 @@ export class StoreWriteError extends SecretStoreError {
 
 /**
  * Whether anything (a file, a folder, even a dangling symlink) is at `path`.
- * Throws the file-system error when that cannot be told (e.g. a parent folder
- * that cannot be searched).
+ * False also when a parent is not a folder. Throws the file-system error
+ * when that cannot be told (e.g. a parent folder that cannot be searched).
  */
 export function storeExists(path: string): boolean {
   try {
     Deno.lstatSync(path);
     return true;
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
+    if (isMissing(error)) return false;
     throw error;
   }
 }
@@ -646,6 +665,12 @@ class UnlockedStore implements SecretStore {
   }
 }
 
+/** Whether a file-system error means that nothing is at the path. */
+function isMissing(error: unknown): boolean {
+  return error instanceof Deno.errors.NotFound ||
+    error instanceof Deno.errors.NotADirectory;
+}
+
 function systemNow(): Date {
   return new Date();
 }
@@ -817,10 +842,10 @@ async function readStoreFile(
   try {
     info = await Deno.lstat(path);
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) {
+    if (isMissing(error)) {
       throw new StoreNotFoundError(path);
     }
-    throw error;
+    throw new StoreReadError(path, error);
   }
   if (!info.isFile) {
     throw new CorruptStoreError(
@@ -834,10 +859,10 @@ async function readStoreFile(
   try {
     return { bytes: await Deno.readFile(path), mode: info.mode };
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) {
+    if (isMissing(error)) {
       throw new StoreNotFoundError(path);
     }
-    throw error;
+    throw new StoreReadError(path, error);
   }
 }
 

@@ -1,0 +1,116 @@
+/**
+ * Profile and service files for tests, written as TOML text the way an
+ * operator would write them.
+ *
+ * @module
+ */
+
+/** The parts of a profile a test cares about; the rest is left out. */
+export interface ProfileSpec {
+  /** `[agent] name`. */
+  name: string;
+  /** `[agent] executable`. */
+  executable: string;
+  /** `[agent] description`. */
+  description?: string;
+  /** `[mcp]`; default: `mode = "env-var"`, `var = "SHERLOCK_MCP_CONFIG"`. */
+  mcp?: Record<string, string | boolean>;
+  /** `[env]`. */
+  env?: Record<string, string>;
+  /** `[argv] prefix`. */
+  prefix?: string[];
+  /** `[argv] suffix`. */
+  suffix?: string[];
+  /** `[forbid] env`. */
+  forbid?: string[];
+}
+
+/** A TOML value: strings and arrays as JSON spells them, which TOML reads. */
+function value(item: unknown): string {
+  return JSON.stringify(item);
+}
+
+/** A TOML key, quoted when it is not bare. */
+function key(name: string): string {
+  return /^[A-Za-z0-9_-]+$/.test(name) ? name : JSON.stringify(name);
+}
+
+function table(name: string, entries: Record<string, unknown>): string[] {
+  return [
+    `[${name}]`,
+    ...Object.entries(entries).map(([k, v]) => `${key(k)} = ${value(v)}`),
+  ];
+}
+
+/** The text of a profile file. */
+export function profileToml(spec: ProfileSpec): string {
+  const agent: Record<string, unknown> = {
+    name: spec.name,
+    executable: spec.executable,
+  };
+  if (spec.description !== undefined) agent.description = spec.description;
+  const parts = [
+    ...table("agent", agent),
+    "",
+    ...table(
+      "mcp",
+      spec.mcp ?? { mode: "env-var", var: "SHERLOCK_MCP_CONFIG" },
+    ),
+  ];
+  if (spec.env) parts.push("", ...table("env", spec.env));
+  if (spec.prefix || spec.suffix) {
+    const argv: Record<string, unknown> = {};
+    if (spec.prefix) argv.prefix = spec.prefix;
+    if (spec.suffix) argv.suffix = spec.suffix;
+    parts.push("", ...table("argv", argv));
+  }
+  if (spec.forbid) parts.push("", ...table("forbid", { env: spec.forbid }));
+  return parts.join("\n") + "\n";
+}
+
+/** A stdio service without a token (the broker is not needed). */
+export function stdioServiceToml(
+  name: string,
+  server: { command: string; args?: string[]; env?: Record<string, string> },
+): string {
+  const entries: Record<string, unknown> = { command: server.command };
+  if (server.args) entries.args = server.args;
+  const lines = [
+    ...table("service", { name }),
+    "",
+    ...table("server", entries),
+  ];
+  if (server.env) {
+    lines.push(
+      `env = { ${
+        Object.entries(server.env).map(([k, v]) => `${key(k)} = ${value(v)}`)
+          .join(", ")
+      } }`,
+    );
+  }
+  return lines.join("\n") + "\n";
+}
+
+/** A remote service without a token. */
+export function remoteServiceToml(
+  name: string,
+  server: { url: string; transport?: string; headers?: Record<string, string> },
+): string {
+  const entries: Record<string, unknown> = { url: server.url };
+  if (server.transport) entries.transport = server.transport;
+  const lines = [
+    ...table("service", { name }),
+    "",
+    ...table("server", entries),
+  ];
+  if (server.headers) {
+    lines.push(
+      `headers = { ${
+        Object.entries(server.headers).map(([k, v]) =>
+          `${key(k)} = ${value(v)}`
+        ).join(", ")
+      } }`,
+    );
+  }
+  return lines.join("\n") + "\n";
+}

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { type Env, xdgDefault } from "./paths.ts";
+import { type Env, lookupVariable } from "./paths.ts";
 
 /** What to expand against. */
 export interface ExpandContext {
@@ -35,16 +35,16 @@ const REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 
 /**
  * Replaces every `${NAME}` in `value` with the variable's value, falling back
- * to the XDG defaults. Throws {@linkcode UnsetVariableError} for the first
- * reference that cannot be resolved. A `$` not followed by `{NAME}` is kept.
+ * to the XDG defaults (see `lookupVariable` in `paths.ts`). Throws
+ * {@linkcode UnsetVariableError} for the first reference that cannot be
+ * resolved, including one to an empty variable. A `$` not followed by
+ * `{NAME}` is kept.
  */
 export function expandVariables(value: string, context: ExpandContext): string {
   return value.replace(REFERENCE, (_match, name: string) => {
-    const set = context.env[name];
-    if (set !== undefined && set !== "") return set;
-    const fallback = xdgDefault(name, context.env, context.uid);
-    if (fallback !== undefined) return fallback;
-    throw new UnsetVariableError(name);
+    const found = lookupVariable(name, context.env, context.uid);
+    if (found === undefined) throw new UnsetVariableError(name);
+    return found;
   });
 }
 

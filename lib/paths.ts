@@ -43,10 +43,11 @@ const XDG_HOME_DEFAULTS: Readonly<Record<string, string>> = {
 };
 
 /**
- * The value of an XDG base directory variable, or its default when it is
- * unset or empty (the spec says to treat both alike). `XDG_RUNTIME_DIR` has
- * no default in the spec; sherlock uses its own per-user temp folder.
- * Returns undefined for any other name, or when `HOME` is needed and unset.
+ * The default of an XDG base directory variable, used when the variable is
+ * unset, empty or relative (the spec says to ignore all three alike).
+ * `XDG_RUNTIME_DIR` has no default in the spec; sherlock uses its own
+ * per-user temp folder. Returns undefined for any other name, or when `HOME`
+ * is needed and unset.
  */
 export function xdgDefault(
   name: string,
@@ -54,21 +55,37 @@ export function xdgDefault(
   uid: number,
 ): string | undefined {
   if (name === "XDG_RUNTIME_DIR") return fallbackRuntimeDir(env, uid);
-  const relative = XDG_HOME_DEFAULTS[name];
-  if (relative === undefined || !env.HOME) return undefined;
-  return join(env.HOME, relative);
+  if (!Object.hasOwn(XDG_HOME_DEFAULTS, name) || !env.HOME) return undefined;
+  return join(env.HOME, XDG_HOME_DEFAULTS[name]);
+}
+
+/**
+ * A variable's value as sherlock reads it: the environment's, except that
+ * an XDG base directory variable whose value is not an absolute path gives
+ * its default (see {@linkcode xdgDefault}). Undefined when it is unset (or
+ * empty) and has no default. Only the environment's own keys count, never
+ * a property that every object inherits.
+ */
+export function lookupVariable(
+  name: string,
+  env: Env,
+  uid: number,
+): string | undefined {
+  const value = Object.hasOwn(env, name) ? env[name] : undefined;
+  const isXdg = name === "XDG_RUNTIME_DIR" ||
+    Object.hasOwn(XDG_HOME_DEFAULTS, name);
+  if (value && (!isXdg || value.startsWith("/"))) return value;
+  return xdgDefault(name, env, uid);
 }
 
 /** Computes every location from the environment and the user id. */
 export function sherlockPaths(env: Env, uid: number): SherlockPaths {
   const base = (name: string): string => {
-    const value = env[name];
-    if (value && value.startsWith("/")) return value;
-    const fallback = xdgDefault(name, env, uid);
-    if (fallback === undefined) {
+    const value = lookupVariable(name, env, uid);
+    if (value === undefined) {
       throw new ConfigError(`neither ${name} nor HOME is set; set HOME`);
     }
-    return fallback;
+    return value;
   };
   const configDir = join(base("XDG_CONFIG_HOME"), "sherlock");
   const runtime = env.XDG_RUNTIME_DIR;

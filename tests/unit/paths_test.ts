@@ -1,0 +1,92 @@
+/** sherlock's XDG locations (lib/paths.ts). */
+
+import assert from "node:assert/strict";
+import {
+  fallbackRuntimeDir,
+  sherlockPaths,
+  xdgDefault,
+} from "../../lib/paths.ts";
+import { ConfigError } from "../../lib/errors.ts";
+
+Deno.test("sherlockPaths: every location from the XDG variables", () => {
+  assert.deepEqual(
+    sherlockPaths({
+      HOME: "/home/op",
+      XDG_CONFIG_HOME: "/c",
+      XDG_DATA_HOME: "/d",
+      XDG_STATE_HOME: "/s",
+      XDG_CACHE_HOME: "/k",
+      XDG_RUNTIME_DIR: "/run/user/1000",
+    }, 1000),
+    {
+      configDir: "/c/sherlock",
+      agentsDir: "/c/sherlock/agents.d",
+      servicesDir: "/c/sherlock/services.d",
+      configFile: "/c/sherlock/config.toml",
+      dataDir: "/d/sherlock",
+      stateDir: "/s/sherlock",
+      cacheDir: "/k/sherlock",
+      runtimeDir: "/run/user/1000/sherlock",
+    },
+  );
+});
+
+Deno.test("sherlockPaths: the XDG defaults below HOME", () => {
+  assert.deepEqual(sherlockPaths({ HOME: "/home/op" }, 1000), {
+    configDir: "/home/op/.config/sherlock",
+    agentsDir: "/home/op/.config/sherlock/agents.d",
+    servicesDir: "/home/op/.config/sherlock/services.d",
+    configFile: "/home/op/.config/sherlock/config.toml",
+    dataDir: "/home/op/.local/share/sherlock",
+    stateDir: "/home/op/.local/state/sherlock",
+    cacheDir: "/home/op/.cache/sherlock",
+    runtimeDir: "/tmp/sherlock-1000",
+  });
+});
+
+Deno.test("sherlockPaths: empty and relative XDG values are ignored", () => {
+  const paths = sherlockPaths({
+    HOME: "/home/op",
+    XDG_CONFIG_HOME: "",
+    XDG_STATE_HOME: "relative/state",
+    XDG_RUNTIME_DIR: "run",
+  }, 42);
+  assert.equal(paths.configDir, "/home/op/.config/sherlock");
+  assert.equal(paths.stateDir, "/home/op/.local/state/sherlock");
+  assert.equal(paths.runtimeDir, "/tmp/sherlock-42");
+});
+
+Deno.test("sherlockPaths: without HOME every XDG variable is needed", () => {
+  assert.throws(
+    () => sherlockPaths({ XDG_CONFIG_HOME: "/c" }, 1),
+    (error: unknown) =>
+      error instanceof ConfigError &&
+      error.message === "neither XDG_DATA_HOME nor HOME is set; set HOME",
+  );
+  const paths = sherlockPaths({
+    XDG_CONFIG_HOME: "/c",
+    XDG_DATA_HOME: "/d",
+    XDG_STATE_HOME: "/s",
+    XDG_CACHE_HOME: "/k",
+  }, 1);
+  assert.equal(paths.configDir, "/c/sherlock");
+});
+
+Deno.test("fallbackRuntimeDir: per user, below TMPDIR when it is absolute", () => {
+  assert.equal(fallbackRuntimeDir({}, 1000), "/tmp/sherlock-1000");
+  assert.equal(
+    fallbackRuntimeDir({ TMPDIR: "/var/tmp" }, 5),
+    "/var/tmp/sherlock-5",
+  );
+  assert.equal(fallbackRuntimeDir({ TMPDIR: "tmp" }, 5), "/tmp/sherlock-5");
+  assert.notEqual(fallbackRuntimeDir({}, 1), fallbackRuntimeDir({}, 2));
+});
+
+Deno.test("xdgDefault: only the XDG base directories have one", () => {
+  assert.equal(xdgDefault("XDG_CONFIG_HOME", { HOME: "/h" }, 1), "/h/.config");
+  assert.equal(xdgDefault("XDG_CONFIG_HOME", {}, 1), undefined);
+  assert.equal(xdgDefault("HOME", { HOME: "/h" }, 1), undefined);
+  assert.equal(xdgDefault("PATH", { HOME: "/h" }, 1), undefined);
+  assert.equal(xdgDefault("XDG_RUNTIME_DIR", {}, 3), "/tmp/sherlock-3");
+  assert.equal(xdgDefault("toString", { HOME: "/h" }, 1), undefined);
+});

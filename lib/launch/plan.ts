@@ -40,7 +40,7 @@ export function buildArgs(
   const { mcp, argv } = loaded.profile;
   const delivery: string[] = [];
   if (mcp.mode === "cli-flag" && mcp.flag !== undefined) {
-    const value = mcp.value.replaceAll("{path}", renderedPath);
+    const value = deliveryValue(mcp.value, renderedPath);
     delivery.push(
       ...(mcp.joined ? [`${mcp.flag}=${value}`] : [mcp.flag, value]),
     );
@@ -68,10 +68,7 @@ export function buildEnv(
     );
   }
   if (profile.mcp.mode === "env-var" && profile.mcp.var !== undefined) {
-    envSet[profile.mcp.var] = profile.mcp.value.replaceAll(
-      "{path}",
-      renderedPath,
-    );
+    envSet[profile.mcp.var] = deliveryValue(profile.mcp.value, renderedPath);
   }
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(context.env)) {
@@ -79,12 +76,20 @@ export function buildEnv(
   }
   Object.assign(env, envSet);
   const forbidden = new Set(profile.forbid.env);
-  const envRemoved = [...forbidden].filter((name) => name in env);
+  const envRemoved = [...forbidden].filter((name) => Object.hasOwn(env, name));
   for (const name of forbidden) {
     delete env[name];
     delete envSet[name];
   }
   return { env, envSet, envRemoved: envRemoved.sort() };
+}
+
+/**
+ * The `[mcp] value` template with every `{path}` replaced (literally: a `$`
+ * in the path is not a replacement pattern).
+ */
+function deliveryValue(template: string, renderedPath: string): string {
+  return template.replaceAll("{path}", () => renderedPath);
 }
 
 /** The expanded `[mcp] path` of a config-file profile. */

@@ -1,0 +1,387 @@
+/**
+ * The agent's argv and environment as the profile describes them
+ * (lib/launch/plan.ts), for every delivery mode.
+ */
+
+import assert from "node:assert/strict";
+import { buildArgs, buildEnv, configFilePath } from "../../lib/launch/plan.ts";
+import type { LoadedProfile } from "../../lib/profiles/loader.ts";
+import type { Profile } from "../../lib/profiles/schema.ts";
+import { ConfigError } from "../../lib/errors.ts";
+
+type Mcp = Partial<Profile["mcp"]>;
+
+/** A loaded profile with every default filled in, as the schema leaves it. */
+function loaded(
+  mcp: Mcp,
+  more: Partial<Omit<Profile, "mcp">> = {},
+): LoadedProfile {
+  return {
+    profile: {
+      agent: { name: "fake", executable: "fake", description: "" },
+      mcp: {
+        mode: "cli-flag",
+        value: "{path}",
+        joined: false,
+        format: "mcp-json",
+        ...mcp,
+      },
+      env: {},
+      argv: { prefix: [], suffix: [] },
+      forbid: { env: [] },
+      ...more,
+    },
+    source: "override",
+    path: "/cfg/sherlock/agents.d/fake.toml",
+    shadowsBuiltin: false,
+  };
+}
+
+const PATH = "/run/user/1000/sherlock/fake.0123456789ab.mcp.json";
+
+Deno.test("buildArgs: cli-flag passes the flag and the path as two words", () => {
+  assert.deepEqual(
+    buildArgs(loaded({ flag: "--mcp-config" }), PATH, ["-p", "hi"]),
+    ["--mcp-config", PATH, "-p", "hi"],
+  );
+});
+
+Deno.test("buildArgs: joined = true makes --flag=value ONE word", () => {
+  const args = buildArgs(
+    loaded({ flag: "--mcp-config", joined: true }),
+    PATH,
+    ["a", "b"],
+  );
+  assert.deepEqual(args, [`--mcp-config=${PATH}`, "a", "b"]);
+});
+
+Deno.test("buildArgs: the value template wraps the path (@{path} for Copilot)", () => {
+  assert.deepEqual(
+    buildArgs(
+      loaded({ flag: "--additional-mcp-config", value: "@{path}" }),
+      PATH,
+      [],
+    ),
+    ["--additional-mcp-config", `@${PATH}`],
+  );
+  assert.deepEqual(
+    buildArgs(
+      loaded({ flag: "--cfg", value: "file:{path}", joined: true }),
+      PATH,
+      [],
+    ),
+    [`--cfg=file:${PATH}`],
+  );
+});
+
+Deno.test("buildArgs: every {path} in the template is replaced", () => {
+  assert.deepEqual(
+    buildArgs(loaded({ flag: "-c", value: "{path}#{path}" }), "/p", []),
+    ["-c", "/p#/p"],
+  );
+});
+
+Deno.test("buildArgs and buildEnv: a $ in the path is not a replacement pattern", () => {
+  const odd = "/run/a$&b$1$$/fake.mcp.json";
+  assert.deepEqual(
+    buildArgs(loaded({ flag: "--m", value: "@{path}", joined: true }), odd, []),
+    [`--m=@${odd}`],
+  );
+  assert.equal(
+    buildEnv(loaded({ mode: "env-var", var: "V" }), odd, context({})).env.V,
+    odd,
+  );
+});
+
+Deno.test("buildArgs: order is prefix, flag value, user args, suffix", () => {
+  const profile = loaded({ flag: "--mcp" }, {
+    argv: { prefix: ["p1", "p2"], suffix: ["s1", "s2"] },
+  });
+  assert.deepEqual(buildArgs(profile, PATH, ["u1", "u2"]), [
+    "p1",
+    "p2",
+    "--mcp",
+    PATH,
+    "u1",
+    "u2",
+    "s1",
+    "s2",
+  ]);
+});
+
+Deno.test("buildArgs: env-var and config-file modes add no flag", () => {
+  const argv = { prefix: ["pre"], suffix: ["post"] };
+  for (
+    const mcp of [
+      { mode: "env-var", var: "MCP" },
+      { mode: "config-file", path: "/x.json" },
+    ] as Mcp[]
+  ) {
+    assert.deepEqual(buildArgs(loaded(mcp, { argv }), PATH, ["u"]), [
+      "pre",
+      "u",
+      "post",
+    ]);
+  }
+});
+
+Deno.test("buildArgs: user arguments pass through verbatim, whatever they look like", () => {
+  const user = [
+    "--help",
+    "--",
+    "",
+    "two words",
+    `it's "quoted"`,
+    "$HOME",
+    "${HOME}",
+    "~",
+    "{path}",
+    "*",
+    "-",
+    "line\nbreak",
+    "--mcp-config=/elsewhere",
+  ];
+  assert.deepEqual(buildArgs(loaded({ flag: "--m" }), PATH, user), [
+    "--m",
+    PATH,
+    ...user,
+  ]);
+});
+
+Deno.test("buildArgs: does not mutate the profile's prefix or suffix", () => {
+  const profile = loaded({ flag: "--m" }, {
+    argv: { prefix: ["a"], suffix: ["z"] },
+  });
+  buildArgs(profile, PATH, ["u"]);
+  buildArgs(profile, PATH, ["v"]);
+  assert.deepEqual(profile.profile.argv, { prefix: ["a"], suffix: ["z"] });
+});
+
+const context = (env: Record<string, string | undefined>) => ({
+  env,
+  uid: 1000,
+});
+
+Deno.test("buildEnv: the operator's environment passes through unchanged", () => {
+  const result = buildEnv(
+    loaded({ flag: "--m" }),
+    PATH,
+    context({
+      HOME: "/home/op",
+      PATH: "/usr/bin",
+      EMPTY: "",
+    }),
+  );
+  assert.deepEqual(result.env, {
+    HOME: "/home/op",
+    PATH: "/usr/bin",
+    EMPTY: "",
+  });
+  assert.deepEqual(result.envSet, {});
+  assert.deepEqual(result.envRemoved, []);
+});
+
+Deno.test("buildEnv: env-var mode puts the path in the variable", () => {
+  const result = buildEnv(
+    loaded({ mode: "env-var", var: "MCP_CONFIG" }),
+    PATH,
+    context({ HOME: "/h" }),
+  );
+  assert.equal(result.env.MCP_CONFIG, PATH);
+  assert.deepEqual(result.envSet, { MCP_CONFIG: PATH });
+});
+
+Deno.test("buildEnv: env-var mode applies the value template", () => {
+  const result = buildEnv(
+    loaded({ mode: "env-var", var: "MCP_CONFIG", value: "@{path}" }),
+    PATH,
+    context({}),
+  );
+  assert.equal(result.env.MCP_CONFIG, `@${PATH}`);
+});
+
+Deno.test("buildEnv: env-var mode replaces an operator's value of the variable", () => {
+  const result = buildEnv(
+    loaded({ mode: "env-var", var: "MCP_CONFIG" }),
+    PATH,
+    context({ MCP_CONFIG: "/operator/own.json" }),
+  );
+  assert.equal(result.env.MCP_CONFIG, PATH);
+});
+
+Deno.test("buildEnv: [env] values are expanded against the operator's environment", () => {
+  const result = buildEnv(
+    loaded({ flag: "--m" }, {
+      env: {
+        KIND: "oauth",
+        CACHE: "${HOME}/.cache/agent",
+        CFG: "${XDG_CONFIG_HOME}/agent",
+        LITERAL: "$HOME and $ and ${",
+      },
+    }),
+    PATH,
+    context({ HOME: "/home/op" }),
+  );
+  assert.deepEqual(result.envSet, {
+    KIND: "oauth",
+    CACHE: "/home/op/.cache/agent",
+    CFG: "/home/op/.config/agent",
+    LITERAL: "$HOME and $ and ${",
+  });
+  assert.equal(result.env.CACHE, "/home/op/.cache/agent");
+  assert.equal(result.env.HOME, "/home/op");
+});
+
+Deno.test("buildEnv: [env] overrides the operator's value", () => {
+  const result = buildEnv(
+    loaded({ flag: "--m" }, { env: { EDITOR: "vi" } }),
+    PATH,
+    context({ EDITOR: "emacs" }),
+  );
+  assert.equal(result.env.EDITOR, "vi");
+  assert.deepEqual(result.envSet, { EDITOR: "vi" });
+});
+
+Deno.test("buildEnv: forbid strips an operator variable", () => {
+  const result = buildEnv(
+    loaded({ flag: "--m" }, {
+      forbid: { env: ["ANTHROPIC_API_KEY", "UNSET"] },
+    }),
+    PATH,
+    context({ ANTHROPIC_API_KEY: "sk-secret", HOME: "/h" }),
+  );
+  assert.equal("ANTHROPIC_API_KEY" in result.env, false);
+  assert.equal(result.env.HOME, "/h");
+  assert.deepEqual(result.envRemoved, ["ANTHROPIC_API_KEY"]);
+  assert.deepEqual(result.envSet, {});
+});
+
+Deno.test("buildEnv: forbid reports only variables that were there", () => {
+  const result = buildEnv(
+    loaded({ flag: "--m" }, {
+      forbid: { env: ["constructor", "NOT_SET", "B", "A"] },
+    }),
+    PATH,
+    context({ A: "1", B: "2", C: "3" }),
+  );
+  assert.deepEqual(result.envRemoved, ["A", "B"]);
+  assert.deepEqual(result.env, { C: "3" });
+});
+
+Deno.test("buildEnv: forbid wins over a variable that [env] set", () => {
+  const result = buildEnv(
+    loaded({ flag: "--m" }, {
+      env: { GH_TOKEN: "from-profile", KEEP: "yes" },
+      forbid: { env: ["GH_TOKEN"] },
+    }),
+    PATH,
+    context({}),
+  );
+  assert.equal("GH_TOKEN" in result.env, false);
+  assert.equal("GH_TOKEN" in result.envSet, false);
+  assert.equal(result.env.KEEP, "yes");
+});
+
+Deno.test("buildEnv: an unset variable is a config error naming file, key and variable", () => {
+  const profile = loaded({ flag: "--m" }, { env: { TOKEN_FILE: "${NOPE}/t" } });
+  assert.throws(
+    () => buildEnv(profile, PATH, context({ HOME: "/h" })),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.equal(error.exitCode, 78);
+      assert.equal(
+        error.message,
+        "/cfg/sherlock/agents.d/fake.toml: env.TOKEN_FILE: ${NOPE} is not set and has no default; set it or change the profile",
+      );
+      return true;
+    },
+  );
+});
+
+Deno.test("buildEnv: does not change the context's environment", () => {
+  const env = { SECRET: "x", HOME: "/h" };
+  buildEnv(
+    loaded({ mode: "env-var", var: "V" }, {
+      env: { A: "1" },
+      forbid: { env: ["SECRET"] },
+    }),
+    PATH,
+    context(env),
+  );
+  assert.deepEqual(env, { SECRET: "x", HOME: "/h" });
+});
+
+Deno.test("configFilePath: an absolute path is used as it is", () => {
+  assert.equal(
+    configFilePath(
+      loaded({ mode: "config-file", path: "/etc/agent/mcp.json" }),
+      context({}),
+    ),
+    "/etc/agent/mcp.json",
+  );
+});
+
+Deno.test("configFilePath: ${XDG_CONFIG_HOME} unset falls back to $HOME/.config", () => {
+  const profile = loaded({
+    mode: "config-file",
+    path: "${XDG_CONFIG_HOME}/claude-code/sherlock.mcp.json",
+  });
+  assert.equal(
+    configFilePath(profile, context({ HOME: "/home/op" })),
+    "/home/op/.config/claude-code/sherlock.mcp.json",
+  );
+  assert.equal(
+    configFilePath(profile, context({ HOME: "/home/op", XDG_CONFIG_HOME: "" })),
+    "/home/op/.config/claude-code/sherlock.mcp.json",
+  );
+  assert.equal(
+    configFilePath(
+      profile,
+      context({ HOME: "/home/op", XDG_CONFIG_HOME: "/xdg" }),
+    ),
+    "/xdg/claude-code/sherlock.mcp.json",
+  );
+});
+
+Deno.test("configFilePath: ~ at the start is $HOME", () => {
+  const profile = loaded({ mode: "config-file", path: "~/.agent/mcp.json" });
+  assert.equal(
+    configFilePath(profile, context({ HOME: "/home/op" })),
+    "/home/op/.agent/mcp.json",
+  );
+});
+
+Deno.test("configFilePath: a relative result is a config error", () => {
+  const profile = loaded({ mode: "config-file", path: "agent/mcp.json" });
+  assert.throws(
+    () => configFilePath(profile, context({ HOME: "/h" })),
+    (error: unknown) =>
+      error instanceof ConfigError &&
+      error.message.startsWith(
+        '/cfg/sherlock/agents.d/fake.toml: mcp.path: "agent/mcp.json" is not an absolute path',
+      ),
+  );
+});
+
+Deno.test("configFilePath: an unset variable names the key and the variable", () => {
+  const profile = loaded({
+    mode: "config-file",
+    path: "${AGENT_HOME}/mcp.json",
+  });
+  assert.throws(
+    () => configFilePath(profile, context({ HOME: "/h" })),
+    (error: unknown) =>
+      error instanceof ConfigError &&
+      error.message ===
+        "/cfg/sherlock/agents.d/fake.toml: mcp.path: ${AGENT_HOME} is not set and has no default; set it or change the profile",
+  );
+});
+
+Deno.test("configFilePath: ~ without HOME is an error, not a relative path", () => {
+  const profile = loaded({ mode: "config-file", path: "~/mcp.json" });
+  assert.throws(
+    () => configFilePath(profile, context({})),
+    (error: unknown) =>
+      error instanceof ConfigError && error.message.includes("${HOME}"),
+  );
+});

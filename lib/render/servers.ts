@@ -76,10 +76,9 @@ export function serverEntries(
     const name = service.service.name;
     const { server, token } = service;
     const needsToken = token.source !== "none";
-    const inlineValue = token.format.replaceAll(
-      "{token}",
-      options.tokens.get(name) ?? REDACTED,
-    );
+    const secret = options.tokens.get(name) ?? REDACTED;
+    // A function, so that `$&` or `$1` in a token is not a pattern.
+    const inlineValue = token.format.replaceAll("{token}", () => secret);
     if ("command" in server) {
       if (needsToken && options.delivery(service) === "shim" && token.env) {
         entries[name] = shimEntry(service, token.env, options.shim);

@@ -18,7 +18,8 @@ export function validateWith<S extends z.ZodType>(
   raw: unknown,
   text: string,
 ): Validation<z.output<S>> {
-  const result = schema.safeParse(raw);
+  // reportInput: the reasons name what was found ("not a number").
+  const result = schema.safeParse(raw, { reportInput: true });
   if (result.success) return { ok: true, value: result.data };
   const issues = result.error.issues;
   const problem = describeIssue(schema, issues[0], text);
@@ -26,7 +27,11 @@ export function validateWith<S extends z.ZodType>(
   return { ok: false, problem };
 }
 
-/** The problem for one zod issue. */
+/**
+ * The problem for one zod issue. The schema's own messages are kept; zod's
+ * generic ones are replaced by a reason in the file's terms (tables, not
+ * objects).
+ */
 export function describeIssue(
   schema: z.ZodType,
   issue: z.core.$ZodIssue,
@@ -43,17 +48,24 @@ export function describeIssue(
         : "unknown key";
       break;
     }
-    case "invalid_type":
-      reason = issue.message.endsWith("received undefined")
-        ? `missing; a ${issue.expected} is required`
-        : `must be a${/^[aeiou]/.test(issue.expected) ? "n" : ""} ${
-          nameOfType(issue.expected)
-        }, not ${describeInput(issue.input)}`;
+    case "invalid_type": {
+      const expected = withArticle(nameOfType(issue.expected));
+      reason = issue.input === undefined
+        ? `missing; ${expected} is required`
+        : `must be ${expected}, not ${describeInput(issue.input)}`;
       break;
+    }
     case "invalid_value":
-      reason = `must be one of ${
-        issue.values.map((value) => JSON.stringify(value)).join(", ")
-      }`;
+      reason = /^Invalid (option|input)\b/.test(issue.message)
+        ? `must be one of ${
+          issue.values.map((value) => JSON.stringify(value)).join(", ")
+        }`
+        : issue.message;
+      break;
+    case "invalid_key":
+      // A record's key (e.g. a variable name in [env]): say what is wrong
+      // with the key, not that "the key is invalid".
+      reason = issue.issues[0]?.message ?? issue.message;
       break;
     default:
       reason = issue.message;
@@ -62,18 +74,20 @@ export function describeIssue(
 }
 
 function nameOfType(expected: string): string {
-  return expected === "record"
-    ? "table"
-    : expected === "object"
-    ? "table"
-    : expected;
+  return expected === "record" || expected === "object" ? "table" : expected;
+}
+
+function withArticle(noun: string): string {
+  return `${/^[aeiou]/.test(noun) ? "an" : "a"} ${noun}`;
 }
 
 function describeInput(input: unknown): string {
   if (Array.isArray(input)) return "an array";
   if (input === null) return "null";
+  if (input instanceof Date) return "a date";
   if (typeof input === "object") return "a table";
-  return `a ${typeof input}`;
+  if (typeof input === "bigint") return "an integer";
+  return withArticle(typeof input);
 }
 
 /** The keys a table at `path` allows, when the schema there is an object. */
@@ -92,70 +106,73 @@ export function allowedKeys(
 }
 
 function shapeOf(schema: unknown): Record<string, unknown> | undefined {
-  let current = schema as {
+  type Wrapper = {
     shape?: Record<string, unknown>;
     unwrap?: () => unknown;
-  } | undefined;
-  while (current && current.shape === undefined && current.unwrap) {
-    current = current.unwrap() as typeof current;
+    in?: unknown;
+  };
+  let current = schema as Wrapper | undefined;
+  // Defaults and optionals unwrap; a transform is a pipe whose input is
+  // the object the file is checked against.
+  while (current && current.shape === undefined) {
+    if (current.unwrap) current = current.unwrap() as Wrapper;
+    else if (current.in) current = current.in as Wrapper;
+    else return undefined;
   }
   return current?.shape;
 }
 
 /**
- * The 1-based line where the key at `path` is set in a TOML text: tries the
- * deepest `[table]` header that the path names, then shallower ones, and
- * falls back to the line of the first table's header. Best effort: returns
- * undefined when nothing matches (a key that is missing from a missing table).
+ * The 1-based line where the key at `path` is set in a TOML text: the line
+ * that sets exactly that key (under a `[table]` header, as a dotted key, or
+ * at the top), else the line of its deepest ancestor that the text names
+ * (the table that lacks a missing key). Best effort: returns undefined when
+ * nothing on the path appears (a key that is missing from a missing table).
  */
 export function findKeyLine(
   text: string,
   path: readonly string[],
 ): number | undefined {
-  const lines = text.split("\n");
-  for (let split = path.length - 1; split >= 1; split--) {
-    const table = path.slice(0, split).join(".");
-    const line = findInTable(lines, table, path[split]);
-    if (line !== undefined) return line;
-  }
-  if (path.length === 0) return undefined;
-  return findHeader(lines, path[0]) ?? findInTable(lines, "", path[0]);
-}
-
-const HEADER = /^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$/;
-
-function normalizeTable(name: string): string {
-  return name.split(".").map((part) => part.trim().replace(/^["']|["']$/g, ""))
-    .join(".");
-}
-
-function findHeader(lines: string[], table: string): number | undefined {
-  const index = lines.findIndex((line) => {
-    const match = HEADER.exec(line);
-    return match !== null && normalizeTable(match[1]) === table;
-  });
-  return index === -1 ? undefined : index + 1;
-}
-
-function findInTable(
-  lines: string[],
-  table: string,
-  key: string,
-): number | undefined {
-  let current = "";
-  const escaped = key.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  const assignment = new RegExp(
-    `^\\s*(?:${escaped}|"${escaped}"|'${escaped}')\\s*=`,
-  );
-  for (let index = 0; index < lines.length; index++) {
-    const header = HEADER.exec(lines[index]);
-    if (header) {
-      current = normalizeTable(header[1]);
-      continue;
-    }
-    if (current === table && assignment.test(lines[index])) return index + 1;
+  const located = locateKeys(text);
+  for (let depth = path.length; depth >= 1; depth--) {
+    const wanted = path.slice(0, depth).join(".");
+    const found = located.find((entry) => entry.key === wanted);
+    if (found) return found.line;
   }
   return undefined;
+}
+
+const KEY_PART = String.raw`(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')`;
+const DOTTED_KEY = String.raw`${KEY_PART}(?:\s*\.\s*${KEY_PART})*`;
+const HEADER = new RegExp(
+  String.raw`^\s*\[\[?\s*(${DOTTED_KEY})\s*\]\]?\s*(?:#.*)?$`,
+);
+const ASSIGNMENT = new RegExp(String.raw`^\s*(${DOTTED_KEY})\s*=`);
+
+/** The dotted key of each header and assignment line, with its line. */
+function locateKeys(text: string): { key: string; line: number }[] {
+  const located: { key: string; line: number }[] = [];
+  let table: string[] = [];
+  text.split("\n").forEach((line, index) => {
+    const header = HEADER.exec(line);
+    if (header) {
+      table = keyParts(header[1]);
+      located.push({ key: table.join("."), line: index + 1 });
+      return;
+    }
+    const assignment = ASSIGNMENT.exec(line);
+    if (assignment) {
+      const key = [...table, ...keyParts(assignment[1])].join(".");
+      located.push({ key, line: index + 1 });
+    }
+  });
+  return located;
+}
+
+function keyParts(dotted: string): string[] {
+  return (dotted.match(new RegExp(KEY_PART, "g")) ?? []).map((part) =>
+    part.replace(/^(["'])(.*)\1$/, "$2")
+  );
 }
 
 /**

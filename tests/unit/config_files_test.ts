@@ -1,0 +1,200 @@
+/**
+ * Reading operator TOML files (lib/config_files.ts): the one-line problem
+ * format, syntax errors with line and column, the validation cache.
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import {
+  formatProblem,
+  InvalidFileError,
+  listTomlFiles,
+  parseTomlText,
+  readTomlFile,
+  type Validator,
+} from "../../lib/config_files.ts";
+import { ValidationCache } from "../../lib/validation_cache.ts";
+
+Deno.test("formatProblem: path:line:column: key: reason", () => {
+  assert.equal(
+    formatProblem({
+      path: "/c/agents.d/a.toml",
+      line: 3,
+      column: 14,
+      reason: "TOML syntax error: invalid value",
+    }),
+    "/c/agents.d/a.toml:3:14: TOML syntax error: invalid value",
+  );
+  assert.equal(
+    formatProblem({
+      path: "/c/a.toml",
+      line: 4,
+      key: "agent.colour",
+      reason: "unknown key",
+    }),
+    "/c/a.toml:4: agent.colour: unknown key",
+  );
+});
+
+Deno.test("formatProblem: without a line or key", () => {
+  assert.equal(
+    formatProblem({ path: "/c/a.toml", key: "mcp", reason: "missing" }),
+    "/c/a.toml: mcp: missing",
+  );
+  assert.equal(
+    formatProblem({ path: "/c/a.toml", reason: "r" }),
+    "/c/a.toml: r",
+  );
+});
+
+Deno.test("formatProblem: counts the further problems", () => {
+  const base = { path: "/a.toml", line: 1, key: "k", reason: "r" };
+  assert.equal(
+    formatProblem({ ...base, more: 1 }),
+    "/a.toml:1: k: r (and 1 more problem)",
+  );
+  assert.equal(
+    formatProblem({ ...base, more: 3 }),
+    "/a.toml:1: k: r (and 3 more problems)",
+  );
+  assert.equal(formatProblem({ ...base, more: 0 }), "/a.toml:1: k: r");
+});
+
+Deno.test("formatProblem: is always one line", () => {
+  const problem = { path: "/a.toml", line: 1, key: "k", reason: "r" };
+  assert.equal(formatProblem(problem).includes("\n"), false);
+});
+
+Deno.test("parseTomlText: a syntax error names the line and the column", () => {
+  assert.throws(
+    () => parseTomlText("/p.toml", `[agent]\nname = "x"\nexecutable = \n`),
+    (error: unknown) => {
+      assert.ok(error instanceof InvalidFileError);
+      assert.equal(error.exitCode, 78);
+      assert.equal(error.problem.line, 3);
+      assert.equal(error.problem.column, 14);
+      assert.equal(
+        error.message,
+        "/p.toml:3:14: TOML syntax error: invalid value",
+      );
+      return true;
+    },
+  );
+});
+
+Deno.test("parseTomlText: syntax errors are one line each", () => {
+  for (
+    const text of [
+      `[agent\nname = "x"\n`,
+      `name = "unterminated\n`,
+      `a = 1\na = 2\n`,
+      `[a]\n[a]\n`,
+      `= 1\n`,
+      `a = [1,\n`,
+    ]
+  ) {
+    assert.throws(
+      () => parseTomlText("/p.toml", text),
+      (error: unknown) =>
+        error instanceof InvalidFileError &&
+        /^\/p\.toml:\d+:\d+: TOML syntax error: \S/.test(error.message) &&
+        !error.message.includes("\n"),
+      text,
+    );
+  }
+});
+
+const accept: Validator<{ n: number }> = (raw) => ({
+  ok: true,
+  value: { n: Object.keys(raw as object).length },
+});
+
+Deno.test("readTomlFile: validates once per bytes, and reports failures every time", async () => {
+  const cache = new ValidationCache();
+  let loads = 0;
+  const options = {
+    kind: "profile",
+    path: "/a.toml",
+    text: "a = 1\n",
+    loadValidator: () => {
+      loads++;
+      return Promise.resolve(accept);
+    },
+    cache,
+  };
+  assert.deepEqual(await readTomlFile(options), { n: 1 });
+  assert.deepEqual(await readTomlFile(options), { n: 1 });
+  assert.equal(loads, 1);
+  assert.deepEqual(await readTomlFile({ ...options, text: "a = 1\nb = 2\n" }), {
+    n: 2,
+  });
+  assert.equal(loads, 2);
+
+  const reject: Validator<unknown> = () => ({
+    ok: false,
+    problem: { line: 1, key: "a", reason: "no" },
+  });
+  for (let i = 0; i < 2; i++) {
+    await assert.rejects(
+      readTomlFile({
+        ...options,
+        text: "a = 3\n",
+        loadValidator: () => Promise.resolve(reject),
+      }),
+      (error: unknown) =>
+        error instanceof InvalidFileError &&
+        error.message === "/a.toml:1: a: no",
+    );
+  }
+});
+
+Deno.test("ValidationCache: survives a process through its file, private", async () => {
+  const folder = await Deno.makeTempDir();
+  try {
+    const cacheDir = join(folder, "cache", "sherlock");
+    const first = new ValidationCache(cacheDir);
+    const key = ValidationCache.key("profile", "/a.toml", "x");
+    first.set(key, { ok: 1 });
+    first.save();
+    assert.equal(
+      (Deno.statSync(join(cacheDir, "validated.json")).mode ?? 0) & 0o777,
+      0o600,
+    );
+    assert.equal((Deno.statSync(cacheDir).mode ?? 0) & 0o777, 0o700);
+    assert.deepEqual(new ValidationCache(cacheDir).get(key), { ok: 1 });
+    // A different kind, path or text is a different key.
+    assert.notEqual(ValidationCache.key("service", "/a.toml", "x"), key);
+    assert.notEqual(ValidationCache.key("profile", "/b.toml", "x"), key);
+    assert.notEqual(ValidationCache.key("profile", "/a.toml", "y"), key);
+    // A corrupt cache is an empty cache.
+    Deno.writeTextFileSync(join(cacheDir, "validated.json"), "{not json");
+    assert.equal(new ValidationCache(cacheDir).get(key), undefined);
+  } finally {
+    await Deno.remove(folder, { recursive: true });
+  }
+});
+
+Deno.test("listTomlFiles: *.toml files only, sorted, none for a missing folder", async () => {
+  const folder = await Deno.makeTempDir();
+  try {
+    for (
+      const name of [
+        "b.toml",
+        "a.toml",
+        ".hidden.toml",
+        "notes.txt",
+        "c.toml.bak",
+      ]
+    ) {
+      Deno.writeTextFileSync(join(folder, name), "");
+    }
+    Deno.mkdirSync(join(folder, "dir.toml"));
+    assert.deepEqual(listTomlFiles(folder), [
+      { name: "a", path: join(folder, "a.toml") },
+      { name: "b", path: join(folder, "b.toml") },
+    ]);
+    assert.deepEqual(listTomlFiles(join(folder, "missing")), []);
+  } finally {
+    await Deno.remove(folder, { recursive: true });
+  }
+});

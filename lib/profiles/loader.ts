@@ -20,6 +20,7 @@ import {
 } from "../config_files.ts";
 import { UsageError } from "../errors.ts";
 import type { SherlockPaths } from "../paths.ts";
+import { describeFsError } from "../private_files.ts";
 import type { ValidationCache } from "../validation_cache.ts";
 import { BUILTIN_PROFILES, builtinPath } from "./builtin.ts";
 import type { Profile } from "./schema.ts";
@@ -72,12 +73,18 @@ export async function loadProfile(
   name: string,
   sources: ProfileSources,
 ): Promise<LoadedProfile> {
+  if (!isFileBasename(name)) throw noSuchProfile(name);
   const overridePath = join(sources.paths.agentsDir, `${name}.toml`);
   let text: string | undefined;
   try {
     text = Deno.readTextFileSync(overridePath);
   } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    if (!(error instanceof Deno.errors.NotFound)) {
+      throw new InvalidFileError({
+        path: overridePath,
+        reason: `cannot read it: ${describeFsError(error)}`,
+      });
+    }
   }
   if (text !== undefined) {
     return {
@@ -90,17 +97,13 @@ export async function loadProfile(
       }),
       source: "override",
       path: overridePath,
-      shadowsBuiltin: name in BUILTIN_PROFILES,
+      shadowsBuiltin: Object.hasOwn(BUILTIN_PROFILES, name),
     };
   }
   const builtin = Object.hasOwn(BUILTIN_PROFILES, name)
     ? BUILTIN_PROFILES[name]
     : undefined;
-  if (builtin === undefined) {
-    throw new UsageError(
-      `no agent profile named "${name}"; run "sherlock agents" to list them`,
-    );
-  }
+  if (builtin === undefined) throw noSuchProfile(name);
   return {
     // Built-ins spell out every default and are validated by a test.
     profile: parseTomlText(builtinPath(name), builtin) as unknown as Profile,
@@ -108,6 +111,20 @@ export async function loadProfile(
     path: builtinPath(name),
     shadowsBuiltin: false,
   };
+}
+
+/**
+ * True when `name` can be the basename of a file in `agents.d/` as
+ * {@linkcode listTomlFiles} lists them: a name never reaches outside it.
+ */
+function isFileBasename(name: string): boolean {
+  return name !== "" && !name.startsWith(".") && !/[/\\\0]/.test(name);
+}
+
+function noSuchProfile(name: string): UsageError {
+  return new UsageError(
+    `no agent profile named "${name}"; run "sherlock agents" to list them`,
+  );
 }
 
 /** Loads every profile; malformed files become problems, not errors. */

@@ -72,6 +72,7 @@ export function writeRenderedConfig(options: WriteRenderedConfigOptions): void {
   try {
     writeSessionFile({
       stateDir: options.stateDir,
+      session: options.record.session,
       path: options.path,
       text: options.text,
     });

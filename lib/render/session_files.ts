@@ -141,13 +141,18 @@ export function readSessionRecords(stateDir: string): SessionRecord[] {
   return records;
 }
 
-/** The live session that wrote `path`, if any. */
+/**
+ * The live session that wrote `path`, if any, other than the session
+ * `except` (the one asking, whose record already lists the path).
+ */
 export function liveSessionOwning(
   stateDir: string,
   path: string,
+  except?: string,
 ): SessionRecord | undefined {
   return readSessionRecords(stateDir).find((record) =>
-    isSessionAlive(record) && record.files.some((file) => file.path === path)
+    record.session !== except && isSessionAlive(record) &&
+    record.files.some((file) => file.path === path)
   );
 }
 
@@ -162,11 +167,11 @@ export function isSessionAlive(record: SessionRecord): boolean {
 /**
  * Writes a file of this session: 0600, atomically, and exclusively — if
  * anything already exists at `path`, nothing is written and
- * {@linkcode CantCreateError} says who owns it. The record must already list
- * the file (see {@linkcode recordFile}).
+ * {@linkcode CantCreateError} says who owns it. The record of `session`
+ * must already list the file (see {@linkcode recordFile}).
  */
 export function writeSessionFile(
-  options: { stateDir: string; path: string; text: string },
+  options: { stateDir: string; session: string; path: string; text: string },
 ): void {
   const temporary = `${options.path}.${crypto.randomUUID().slice(0, 8)}.tmp`;
   try {
@@ -174,7 +179,11 @@ export function writeSessionFile(
     Deno.linkSync(temporary, options.path);
   } catch (error) {
     if (error instanceof Deno.errors.AlreadyExists) {
-      const owner = liveSessionOwning(options.stateDir, options.path);
+      const owner = liveSessionOwning(
+        options.stateDir,
+        options.path,
+        options.session,
+      );
       throw new CantCreateError(
         owner
           ? `${options.path} is in use by sherlock session ${owner.session} ` +

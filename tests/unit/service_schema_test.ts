@@ -1,0 +1,88 @@
+/** The services.d schema and its problems (lib/services/schema.ts). */
+
+import assert from "node:assert/strict";
+import { parse } from "smol-toml";
+import { formatProblem } from "../../lib/config_files.ts";
+import { validateService } from "../../lib/services/schema.ts";
+
+function validate(text: string) {
+  return validateService(parse(text), text);
+}
+
+function problem(text: string): string {
+  const result = validate(text);
+  assert.ok(!result.ok, "the service should be invalid");
+  return formatProblem({ path: "s.toml", ...result.problem });
+}
+
+const SERVICE = `[service]\nname = "s"\n`;
+
+Deno.test("service: a stdio server without a token, every default filled in", () => {
+  const result = validate(`${SERVICE}[server]\ncommand = "srv"\n`);
+  assert.ok(result.ok);
+  assert.deepEqual(result.value, {
+    service: { name: "s", description: "" },
+    server: { command: "srv", args: [], env: {} },
+    token: { source: "none", timeout: 30, format: "{token}" },
+  });
+});
+
+Deno.test("service: a remote server with a header token gets Bearer by default", () => {
+  const result = validate(
+    `${SERVICE}[server]\nurl = "https://mcp.example.com/mcp"\n[token]\nsource = "secret"\nheader = "Authorization"\n`,
+  );
+  assert.ok(result.ok);
+  assert.deepEqual(result.value.server, {
+    url: "https://mcp.example.com/mcp",
+    transport: "http",
+    headers: {},
+  });
+  assert.equal(result.value.token.format, "Bearer {token}");
+});
+
+Deno.test("service problems: one line each, with the line of the key", () => {
+  assert.equal(
+    problem(`${SERVICE}[server]\nargs = []\n`),
+    "s.toml:3: server.command: missing; set command (a stdio server) or url (a remote server)",
+  );
+  assert.equal(
+    problem(`${SERVICE}[server]\ncommand = "c"\nurl = "https://a"\n`),
+    "s.toml:5: server.url: set command or url, not both",
+  );
+  assert.equal(
+    problem(`${SERVICE}[server]\nurl = "ftp://a"\n`),
+    "s.toml:4: server.url: must be an http:// or https:// URL",
+  );
+  assert.equal(
+    problem(`${SERVICE}[server]\ncommand = "c"\nheaders = { A = "b" }\n`),
+    "s.toml:5: server.headers: only applies to a remote server (url); remove it",
+  );
+  assert.equal(
+    problem(`${SERVICE}colour = 1\n[server]\ncommand = "c"\n`),
+    "s.toml:3: service.colour: unknown key (allowed here: name, description)",
+  );
+  assert.equal(
+    problem(`${SERVICE}[server]\ncommand = 7\n`),
+    "s.toml:4: server.command: must be a string, not a number",
+  );
+  assert.equal(
+    problem(`${SERVICE}[server]\ncommand = "c"\n[token]\nsource = "oidc"\n`),
+    "s.toml:6: token.source: oidc is not available in this version of sherlock; use command or secret",
+  );
+  assert.equal(
+    problem(
+      `${SERVICE}[server]\ncommand = "c"\n[token]\nsource = "command"\ncommand = ["gh"]\n`,
+    ),
+    "s.toml:5: token.env: missing; name the variable the stdio server reads its token from",
+  );
+  assert.equal(
+    problem(
+      `${SERVICE}[server]\ncommand = "c"\n[server.env]\n"NOT-A-NAME" = "x"\n`,
+    ),
+    "s.toml:6: server.env.NOT-A-NAME: must be an environment variable name (letters, digits, '_')",
+  );
+  assert.equal(
+    problem(`[server]\ncommand = "c"\n`),
+    "s.toml: service: missing; a table is required",
+  );
+});

@@ -403,10 +403,12 @@ export async function createStore(
 /**
  * Opens the store at `path` with `passphrase`. Reads the file and never
  * changes its bytes; on success, a file readable by others is narrowed to
- * 0600. Throws {@linkcode StoreNotFoundError}, {@linkcode CorruptStoreError}
- * (checked before the slow KDF runs, where possible),
- * {@linkcode NewerStoreError} or {@linkcode WrongPassphraseError}; after any
- * failure, another call (with the right passphrase) works.
+ * 0600. Throws {@linkcode StoreNotFoundError}, {@linkcode StoreReadError},
+ * {@linkcode CorruptStoreError} (checked before the slow KDF runs, where
+ * possible), {@linkcode NewerStoreError}, {@linkcode WrongPassphraseError}, or
+ * {@linkcode InvalidPassphraseError} for a passphrase that is not a string.
+ * After any failure the file is unchanged and another call (with the right
+ * passphrase) works: nothing is cached between calls.
  */
 export async function unlockStore(
   path: string,

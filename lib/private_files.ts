@@ -50,12 +50,14 @@ export function ensurePrivateDir(path: string): void {
  */
 export function writePrivateFile(path: string, data: string): void {
   const temporary = `${path}.${crypto.randomUUID().slice(0, 8)}.tmp`;
+  let created = false;
   try {
     const file = Deno.openSync(temporary, {
       write: true,
       createNew: true,
       mode: 0o600,
     });
+    created = true;
     try {
       file.writeSync(new TextEncoder().encode(data));
       file.syncDataSync();
@@ -65,7 +67,9 @@ export function writePrivateFile(path: string, data: string): void {
     Deno.chmodSync(temporary, 0o600);
     Deno.renameSync(temporary, path);
   } catch (error) {
-    removeIfPresent(temporary);
+    // Remove only what this call created: whatever else sits at the
+    // temporary name is not ours.
+    if (created) removeIfPresent(temporary);
     throw new CantCreateError(
       `cannot write ${path}: ${describeFsError(error)}`,
     );

@@ -59,7 +59,7 @@ export function writePrivateFile(path: string, data: string): void {
     });
     created = true;
     try {
-      file.writeSync(new TextEncoder().encode(data));
+      writeAllSync(file, new TextEncoder().encode(data));
       file.syncDataSync();
     } finally {
       file.close();
@@ -73,6 +73,14 @@ export function writePrivateFile(path: string, data: string): void {
     throw new CantCreateError(
       `cannot write ${path}: ${describeFsError(error)}`,
     );
+  }
+}
+
+/** Writes every byte (a single write may take only a part). */
+export function writeAllSync(file: Deno.FsFile, bytes: Uint8Array): void {
+  let written = 0;
+  while (written < bytes.length) {
+    written += file.writeSync(bytes.subarray(written));
   }
 }
 

@@ -25,8 +25,12 @@ import { join } from "node:path";
 /** The socket's file name in the runtime folder. */
 export const SOCKET_NAME = "broker.sock";
 
-/** The largest request body the daemon reads, in bytes. */
-export const MAX_BODY_BYTES = 64 * 1024;
+/**
+ * The largest request body the daemon reads, in bytes: room for the
+ * largest secret the store takes (64 Ki characters) even when JSON escapes
+ * every one of them.
+ */
+export const MAX_BODY_BYTES = 512 * 1024;
 
 /** The socket's path for a runtime folder. */
 export function socketPath(runtimeDir: string): string {
@@ -111,10 +115,13 @@ export type ErrorCode =
   | "too_large"
   | "not_found"
   | "method_not_allowed"
+  | "timeout"
   | "not_logged_in"
+  | "no_store"
   | "wrong_passphrase"
   | "store_exists"
   | "store_unusable"
+  | "store_write_failed"
   | "unknown_service"
   | "invalid_service"
   | "no_secret"

@@ -70,7 +70,18 @@ export async function unixHttpRequest(
       "Host: sherlock\r\nConnection: close\r\n" +
       (request.body === undefined ? "" : "Content-Type: application/json\r\n") +
       `Content-Length: ${payload.length}\r\n\r\n`;
-    await writeAll(connection, concat(new TextEncoder().encode(head), payload));
+    try {
+      await writeAll(
+        connection,
+        concat(new TextEncoder().encode(head), payload),
+      );
+    } catch (error) {
+      // The daemon may have refused the request early (e.g. 413) and
+      // closed: its answer says more than the broken pipe.
+      const raw = await readAll(connection).catch(() => new Uint8Array());
+      if (raw.length === 0) throw error;
+      return parseResponse(raw);
+    }
     const raw = await readAll(connection);
     return parseResponse(raw);
   } catch (error) {

@@ -134,9 +134,14 @@ async function route(
     return ok<SecretList>({ secrets: unlockedStore(context).list() });
   }
   if (pathname.startsWith("/v1/secrets/")) {
-    const name = decodeURIComponent(pathname.slice("/v1/secrets/".length));
+    let name: string;
+    try {
+      name = decodeURIComponent(pathname.slice("/v1/secrets/".length));
+    } catch {
+      throw badRequest("the secret's name is not valid percent-encoding");
+    }
     if (!NAME_PATTERN.test(name)) {
-      throw badRequest(`"${name}" is not a valid service name`);
+      throw badRequest("the secret's name is not a valid service name");
     }
     allow("PUT", "DELETE");
     if (method === "PUT") {
@@ -250,7 +255,10 @@ function failure(status: number, code: ErrorCode, message: string): Response {
   });
 }
 
-/** The answer for an error of the secret store, if it is one. */
+/**
+ * The answer for an error of the secret store, if it is one (its messages
+ * name files and reasons, never a secret or the passphrase).
+ */
 function storeErrorKind(
   error: unknown,
 ): { status: number; code: ErrorCode } | undefined {
@@ -259,18 +267,19 @@ function storeErrorKind(
     case "wrong-passphrase":
       return { status: 401, code: "wrong_passphrase" };
     case "not-found":
+      return { status: 404, code: "no_store" };
     case "locked":
       return { status: 401, code: "not_logged_in" };
+    case "corrupt":
+    case "newer-version":
+      return { status: 409, code: "store_unusable" };
     case "exists":
       return { status: 409, code: "store_exists" };
     case "invalid-name":
     case "invalid-value":
     case "invalid-passphrase":
       return { status: 400, code: "bad_request" };
-    case "corrupt":
-    case "newer-version":
-    case "read-failed":
     case "write-failed":
-      return { status: 409, code: "store_unusable" };
+      return { status: 500, code: "store_write_failed" };
   }
 }

@@ -20,9 +20,10 @@ import { ensurePrivateDir, removeIfPresent } from "../../private_files.ts";
 import type { Settings } from "../../settings.ts";
 import { ValidationCache } from "../../validation_cache.ts";
 import { VERSION } from "../../version.ts";
-import { socketPath } from "../protocol.ts";
+import { MAX_BODY_BYTES, socketPath } from "../protocol.ts";
 import { appendAudit } from "./audit_log.ts";
 import { handleRequest } from "./handler.ts";
+import { type HttpServer, serveHttp } from "./http_server.ts";
 import { LoginState } from "./login_state.ts";
 import { TokenBroker } from "./token_broker.ts";
 
@@ -58,8 +59,13 @@ export async function serveBroker(
     idleTimeoutSeconds: options.settings.broker.idle_timeout,
     onIdleLock: () => {
       tokens.clear();
-      appendAudit(paths.stateDir, { event: "idle_lock", provider: "local" });
       log("idle timeout: store locked");
+      try {
+        appendAudit(paths.stateDir, { event: "idle_lock", provider: "local" });
+      } catch (error) {
+        // A timer's exception would end the daemon; the lock itself worked.
+        log(`cannot write the audit log: ${(error as Error).message}`);
+      }
     },
   });
   const tokens = new TokenBroker({
@@ -81,14 +87,12 @@ export async function serveBroker(
     runtimeDir: paths.runtimeDir,
     socket,
     serve: () =>
-      Deno.serve(
-        {
-          path: socket,
-          onListen: () => {},
-          onError: () => new Response(null, { status: 500 }),
-        },
-        (request) => handleRequest(request, context),
-      ),
+      serveHttp({
+        path: socket,
+        handler: (request) => handleRequest(request, context),
+        maxBodyBytes: MAX_BODY_BYTES,
+        log,
+      }),
   });
   if (server === undefined) return "already-running";
   const socketInode = Deno.lstatSync(socket).ino;
@@ -124,9 +128,9 @@ async function claimSocket(
   options: {
     runtimeDir: string;
     socket: string;
-    serve: () => Deno.HttpServer<Deno.UnixAddr>;
+    serve: () => HttpServer;
   },
-): Promise<Deno.HttpServer<Deno.UnixAddr> | undefined> {
+): Promise<HttpServer | undefined> {
   ensurePrivateDir(options.runtimeDir);
   const lock = await Deno.open(join(options.runtimeDir, "broker.lock"), {
     create: true,

@@ -41,7 +41,24 @@ export interface RunHelperOptions {
 /** The most stderr shown for a failing helper. */
 const MAX_STDERR_CHARS = 2_000;
 
-/** Runs the helper and returns its token. Throws {@linkcode HelperError}. */
+/** The most stdout a helper may print (a token is far smaller). */
+export const MAX_HELPER_STDOUT_BYTES = 64 * 1024;
+
+/** How long after SIGTERM a helper that is out of time gets SIGKILL. */
+const KILL_GRACE_MS = 1_000;
+
+/**
+ * How long the pipes may stay open after the helper exited: whatever it
+ * left running in the background may hold them, and must not hold the
+ * token request too.
+ */
+const PIPE_GRACE_MS = 1_000;
+
+/**
+ * Runs the helper and returns its token. Throws {@linkcode HelperError}.
+ * Returns (or throws) at most about `timeoutSeconds` + 2 s after the call,
+ * whatever the helper and the processes it starts do.
+ */
 export async function runCredentialHelper(
   options: RunHelperOptions,
 ): Promise<HelperToken> {
@@ -67,42 +84,125 @@ export async function runCredentialHelper(
       }`,
     );
   }
+  const stdout = collect(child.stdout, { limit: MAX_HELPER_STDOUT_BYTES });
+  const stderr = collect(child.stderr, { limit: 16 * 1024, keepTail: true });
   let timedOut = false;
   let killTimer: ReturnType<typeof setTimeout> | undefined;
   const timer = setTimeout(() => {
     timedOut = true;
     kill(child, "SIGTERM");
-    killTimer = setTimeout(() => kill(child, "SIGKILL"), 1_000);
+    killTimer = setTimeout(() => kill(child, "SIGKILL"), KILL_GRACE_MS);
   }, options.timeoutSeconds * 1000);
-  const output = await child.output();
-  clearTimeout(timer);
-  clearTimeout(killTimer);
+  let status: Deno.CommandStatus;
+  try {
+    status = await child.status;
+  } finally {
+    clearTimeout(timer);
+    clearTimeout(killTimer);
+  }
+  let graceTimer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    Promise.all([stdout.done, stderr.done]),
+    new Promise((resolve) => graceTimer = setTimeout(resolve, PIPE_GRACE_MS)),
+  ]);
+  clearTimeout(graceTimer);
+  await Promise.all([stdout.cancel(), stderr.cancel()]);
   if (timedOut) {
     throw new HelperError(
       `${label} did not finish within ${options.timeoutSeconds} s and was stopped; ` +
         "raise [token] timeout or fix the helper",
     );
   }
-  if (!output.success) {
-    const stderr = new TextDecoder().decode(output.stderr).trim().slice(
+  if (!status.success) {
+    const text = new TextDecoder().decode(stderr.bytes()).trim().slice(
       -MAX_STDERR_CHARS,
     );
-    const how = output.signal
-      ? `was killed by ${output.signal}`
-      : `exited with ${output.code}`;
+    const how = status.signal
+      ? `was killed by ${status.signal}`
+      : `exited with ${status.code}`;
     throw new HelperError(
       `${label} ${how}${
-        stderr
-          ? `: ${stderr.replaceAll("\n", " | ")}`
+        text
+          ? `: ${text.replaceAll(/\r?\n/g, " | ")}`
           : " and printed nothing on stderr"
       }`,
     );
   }
+  if (stdout.overflowed) {
+    throw new HelperError(
+      `${label} printed more than ${MAX_HELPER_STDOUT_BYTES} bytes; print the bare token or JSON {"token": …}`,
+    );
+  }
   return parseHelperOutput({
     label,
-    stdout: new TextDecoder().decode(output.stdout),
+    stdout: new TextDecoder().decode(stdout.bytes()),
     now: Date.now(),
   });
+}
+
+/** A pipe being read into memory. */
+interface Collected {
+  /** Resolves at the end of the stream (or when it fails or is cancelled). */
+  done: Promise<void>;
+  /** Stops reading and releases the pipe. */
+  cancel(): Promise<void>;
+  /** What was read (the first `limit` bytes, or the last with `keepTail`). */
+  bytes(): Uint8Array;
+  /** True when more than `limit` bytes came. */
+  readonly overflowed: boolean;
+}
+
+function collect(
+  stream: ReadableStream<Uint8Array>,
+  options: { limit: number; keepTail?: boolean },
+): Collected {
+  const reader = stream.getReader();
+  let chunks: Uint8Array[] = [];
+  let total = 0;
+  let overflowed = false;
+  const done = (async () => {
+    try {
+      while (true) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        total += value.length;
+        if (total > options.limit) {
+          overflowed = true;
+          if (!options.keepTail) continue;
+        }
+        chunks.push(value);
+        if (options.keepTail && total > options.limit) {
+          const tail = concatAll(chunks);
+          chunks = [tail.slice(-options.limit)];
+          total = chunks[0].length;
+        }
+      }
+    } catch {
+      // Cancelled, or the pipe broke: keep what was read.
+    }
+  })();
+  return {
+    done,
+    async cancel() {
+      await reader.cancel().catch(() => {});
+      await done;
+    },
+    bytes: () => concatAll(chunks).slice(0, options.limit),
+    get overflowed() {
+      return overflowed;
+    },
+  };
+}
+
+function concatAll(chunks: readonly Uint8Array[]): Uint8Array {
+  const total = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
+  const all = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    all.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return all;
 }
 
 /**
@@ -132,6 +232,12 @@ export function parseHelperOutput(
   if (typeof parsed.token !== "string" || parsed.token.trim() === "") {
     throw new HelperError(
       `${options.label} printed JSON without a string "token"`,
+    );
+  }
+  // deno-lint-ignore no-control-regex -- control characters are the point
+  if (/[\x00-\x1f\x7f]/.test(parsed.token)) {
+    throw new HelperError(
+      `${options.label} printed a "token" with control characters (a newline?); it would break the header or variable it goes into`,
     );
   }
   if (parsed.expires_at === undefined || parsed.expires_at === null) {

@@ -11,6 +11,7 @@ import {
   createStore,
   type SecretStore,
   storeExists,
+  StoreExistsError,
   unlockStore,
 } from "./secret_store.ts";
 
@@ -58,13 +59,22 @@ export class LoginState {
   }
 
   /**
-   * Unlocks (or, with `create`, creates) the store. Errors of the store
-   * (wrong passphrase, corrupt or newer file, already exists) propagate.
+   * Unlocks (or, with `create`, creates) the store. When `create` finds a
+   * store that appeared meanwhile (several first logins at once), it
+   * unlocks that one with the same passphrase instead. Errors of the store
+   * (wrong passphrase, corrupt or newer file) propagate.
    */
   async login(passphrase: string, create: boolean): Promise<Whoami> {
-    const store = create
-      ? await createStore(this.#options.storePath, passphrase)
-      : await unlockStore(this.#options.storePath, passphrase);
+    const path = this.#options.storePath;
+    let store: SecretStore;
+    try {
+      store = create
+        ? await createStore(path, passphrase)
+        : await unlockStore(path, passphrase);
+    } catch (error) {
+      if (!(create && error instanceof StoreExistsError)) throw error;
+      store = await unlockStore(path, passphrase);
+    }
     this.#store?.lock();
     this.#store = store;
     this.#since = new Date();

@@ -67,14 +67,7 @@ export class TokenBroker {
 
   /** Serves one token request. Throws {@linkcode BrokerRequestError}. */
   async token(request: TokenRequest): Promise<TokenResponse> {
-    const store = this.#options.login.store;
-    if (store === undefined) {
-      throw new BrokerRequestError({
-        code: "not_logged_in",
-        status: 401,
-        message: "not logged in: the broker's store is locked",
-      });
-    }
+    if (this.#options.login.store === undefined) throw notLoggedIn();
     const service = await this.#service(request.service);
     const { token } = service;
     if (token.source === "none") {
@@ -88,6 +81,8 @@ export class TokenBroker {
     const key = `${request.service}\0${sha256Hex(JSON.stringify(token))}`;
     try {
       const served = await this.#cache.get(key, () => this.#fetch(service));
+      // A logout or idle lock while the helper ran: no token for anyone.
+      if (this.#options.login.store === undefined) throw notLoggedIn();
       this.#options.login.touch();
       const expiresAt = served.expiresAt === undefined
         ? null
@@ -178,4 +173,12 @@ export class TokenBroker {
     }
     return fetched;
   }
+}
+
+function notLoggedIn(): BrokerRequestError {
+  return new BrokerRequestError({
+    code: "not_logged_in",
+    status: 401,
+    message: "not logged in: the broker's store is locked",
+  });
 }

@@ -31,6 +31,8 @@ interface Entry extends Token {
 export class TokenCache {
   #entries = new Map<string, Entry>();
   #inFlight = new Map<string, Promise<Entry>>();
+  /** Bumped by `clear`: a fetch that began before must not fill the cache. */
+  #generation = 0;
 
   /**
    * The token for `key`: from the cache while it is fresh, else from
@@ -44,10 +46,12 @@ export class TokenCache {
     }
     const running = this.#inFlight.get(key);
     if (running) return { ...publicPart(await running), cached: true };
+    const generation = this.#generation;
     const fetching = (async () => {
       const fetchedAt = Date.now();
       const token = await fetch();
       const fresh: Entry = { ...token, fetchedAt };
+      if (generation !== this.#generation) return fresh;
       if (fresh.expiresAt !== undefined) this.#entries.set(key, fresh);
       else this.#entries.delete(key);
       return fresh;
@@ -56,13 +60,19 @@ export class TokenCache {
     try {
       return { ...publicPart(await fetching), cached: false };
     } finally {
-      this.#inFlight.delete(key);
+      if (this.#inFlight.get(key) === fetching) this.#inFlight.delete(key);
     }
   }
 
-  /** Forgets every token (logout, idle lock). */
+  /**
+   * Forgets every token (logout, idle lock), including those of fetches
+   * still running: they answer their callers but are not kept, and a
+   * request after this starts a fetch of its own.
+   */
   clear(): void {
     this.#entries.clear();
+    this.#inFlight.clear();
+    this.#generation++;
   }
 
   /** How many tokens are cached. */

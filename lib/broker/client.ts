@@ -7,13 +7,16 @@
  * @module
  */
 
+import { dirname, join } from "node:path";
 import {
+  CantCreateError,
   ConfigError,
   NoPermissionError,
   SherlockError,
   UnavailableError,
   UsageError,
 } from "../errors.ts";
+import { ensurePrivateDir } from "../private_files.ts";
 import { selfCommand } from "../self_command.ts";
 import type {
   ErrorBody,
@@ -27,8 +30,14 @@ import { SocketError, unixHttpRequest } from "./unix_http.ts";
 /** How long a start of the daemon may take before sherlock gives up. */
 export const START_TIMEOUT_MS = 10_000;
 
-/** How long a quick request (health, whoami, login…) may take. */
+/** How long a quick request (health, whoami, logout…) may take. */
 const QUICK_TIMEOUT_MS = 5_000;
+
+/**
+ * How long a login may take: the key derivation is slow on purpose (about
+ * a second on its own, more on a busy machine or with several at once).
+ */
+export const LOGIN_TIMEOUT_MS = 120_000;
 
 /**
  * How long a token request may take: the daemon bounds each helper by its
@@ -87,18 +96,76 @@ export async function brokerHealth(
   }
 }
 
+/** The longest socket path Linux takes (`sun_path` is 108 bytes). */
+export const MAX_SOCKET_PATH_BYTES = 107;
+
+/** The lock that lets one client at a time start a daemon. */
+const START_LOCK_NAME = "broker.start.lock";
+
 /**
  * Returns the daemon's health, starting the daemon first when the socket does
  * not answer: `sherlock broker serve --background`, detached, with no
- * terminal. Many clients may do this at once; the daemons agree among
- * themselves which one serves, and every client waits for the socket to
- * answer. Throws {@linkcode UnavailableError} after the timeout.
+ * terminal. Many clients may do this at once: they take turns under a lock
+ * beside the socket, so that one of them starts a daemon and the others find
+ * it answering (and the daemons still agree among themselves, should one be
+ * started by hand). Throws {@linkcode UnavailableError} when the socket's
+ * path cannot work, when the daemon exits at start (with the last line of
+ * its log, `logFile`), or after the timeout.
  */
 export async function ensureBroker(
-  options: { socket: string; timeoutMs?: number },
+  options: { socket: string; timeoutMs?: number; logFile?: string },
 ): Promise<Health> {
   const running = await brokerHealth(options.socket);
   if (running) return running;
+  checkSocketPath(options.socket);
+  const runtimeDir = dirname(options.socket);
+  ensurePrivateDir(runtimeDir);
+  const lock = await Deno.open(join(runtimeDir, START_LOCK_NAME), {
+    create: true,
+    write: true,
+    mode: 0o600,
+  });
+  try {
+    await lock.lock(true);
+    // Whoever held the lock before may have started it.
+    const started = await brokerHealth(options.socket);
+    if (started) return started;
+    return await startDaemon(options);
+  } finally {
+    await lock.unlock().catch(() => {});
+    lock.close();
+  }
+}
+
+/**
+ * Refuses a socket path that no daemon could bind: too long for a Unix
+ * socket, or taken by something that is not a socket (which the daemon
+ * would not remove either).
+ */
+function checkSocketPath(socket: string): void {
+  const bytes = new TextEncoder().encode(socket).length;
+  if (bytes > MAX_SOCKET_PATH_BYTES) {
+    throw new UnavailableError(
+      `the broker's socket path ${socket} is ${bytes} bytes, longer than the ${MAX_SOCKET_PATH_BYTES} a Unix socket allows; set XDG_RUNTIME_DIR to a shorter folder`,
+    );
+  }
+  let info: Deno.FileInfo;
+  try {
+    info = Deno.lstatSync(socket);
+  } catch {
+    return;
+  }
+  if (!info.isSocket) {
+    throw new UnavailableError(
+      `${socket} exists and is not a socket, so the broker cannot listen there; move it away`,
+    );
+  }
+}
+
+async function startDaemon(
+  options: { socket: string; timeoutMs?: number; logFile?: string },
+): Promise<Health> {
+  const timeoutMs = options.timeoutMs ?? START_TIMEOUT_MS;
   const [command, ...args] = selfCommand();
   const child = new Deno.Command(command, {
     args: [...args, "broker", "serve", "--background"],
@@ -108,19 +175,48 @@ export async function ensureBroker(
     detached: true,
   }).spawn();
   child.unref();
-  const deadline = Date.now() + (options.timeoutMs ?? START_TIMEOUT_MS);
+  let exitCode: number | undefined;
+  const exited = child.status.then((status) => {
+    exitCode = status.code;
+  });
+  const deadline = Date.now() + timeoutMs;
   let delay = 10;
   while (Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, delay));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      exited,
+      new Promise((resolve) => timer = setTimeout(resolve, delay)),
+    ]);
+    clearTimeout(timer);
     delay = Math.min(delay * 2, 100);
     const health = await brokerHealth(options.socket);
     if (health) return health;
+    // Exit 0 means another daemon serves (it will answer); anything else is
+    // a failure that waiting will not fix.
+    if (exitCode !== undefined && exitCode !== 0) {
+      const reason = options.logFile ? lastLine(options.logFile) : undefined;
+      throw new UnavailableError(
+        `the broker could not start${
+          reason ? `: ${reason}` : ""
+        }; run "sherlock broker serve" to see why`,
+      );
+    }
   }
   throw new UnavailableError(
     `the broker did not start within ${
-      Math.round((options.timeoutMs ?? START_TIMEOUT_MS) / 1000)
+      Math.round(timeoutMs / 1000)
     } s; run "sherlock broker serve" to see why`,
   );
+}
+
+/** The last line of a log file without its time stamp, if there is one. */
+function lastLine(path: string): string | undefined {
+  try {
+    const lines = Deno.readTextFileSync(path).trimEnd().split("\n");
+    return lines.at(-1)?.replace(/^\S+Z /, "") || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Who is logged in. */
@@ -168,7 +264,10 @@ export function brokerError(status: number, body: unknown): SherlockError {
       return new NoPermissionError(`${message}; run "sherlock login"`);
     case "wrong_passphrase":
     case "no_secret":
+    case "no_store":
       return new NoPermissionError(message);
+    case "store_write_failed":
+      return new CantCreateError(message);
     case "helper_failed":
       return new UnavailableError(message);
     case "unknown_service":

@@ -9,7 +9,13 @@ import { join } from "node:path";
 import { brokerHealth, callBroker, ensureBroker } from "../broker/client.ts";
 import { readAudit } from "../broker/daemon/audit_log.ts";
 import { socketPath, type Whoami } from "../broker/protocol.ts";
-import { ExitCode, UsageError } from "../errors.ts";
+import {
+  errorMessage,
+  ExitCode,
+  UnavailableError,
+  UsageError,
+} from "../errors.ts";
+import type { SherlockPaths } from "../paths.ts";
 import { ensurePrivateDir } from "../private_files.ts";
 import { loadSettings } from "../settings.ts";
 import { ValidationCache } from "../validation_cache.ts";
@@ -30,6 +36,14 @@ serves each session's tokens over $XDG_RUNTIME_DIR/sherlock/broker.sock.
   status                is it running, since when, who is logged in
                         (exit 69 when it is not running)
   log [-n N]            the last N entries of the audit log (default 20)`;
+
+/** How long `broker stop` waits for the daemon to stop answering. */
+const STOP_TIMEOUT_MS = 10_000;
+
+/** The background daemon's own log (start, stop, failures; never a secret). */
+export function brokerLogPath(paths: SherlockPaths): string {
+  return join(paths.stateDir, "broker.log");
+}
 
 /** Runs the command; returns the exit code. */
 export async function brokerCommand(args: readonly string[]): Promise<number> {
@@ -64,14 +78,10 @@ async function serve(args: readonly string[]): Promise<number> {
     throw new UsageError(`unknown option ${unknown} for broker serve`);
   }
   const { env, paths } = commandContext();
-  const settings = await loadSettings({
-    paths,
-    cache: new ValidationCache(paths.cacheDir),
-  });
   let logLine = (line: string) => console.error(`sherlock broker: ${line}`);
   if (background) {
     ensurePrivateDir(paths.stateDir);
-    const file = Deno.openSync(join(paths.stateDir, "broker.log"), {
+    const file = Deno.openSync(brokerLogPath(paths), {
       append: true,
       create: true,
       mode: 0o600,
@@ -82,8 +92,20 @@ async function serve(args: readonly string[]): Promise<number> {
     // Do not hold the operator's project folder open for the daemon's life.
     if (env.HOME) Deno.chdir(env.HOME);
   }
-  const { serveBroker } = await import("../broker/daemon/serve.ts");
-  const outcome = await serveBroker({ paths, settings, log: logLine });
+  let outcome;
+  try {
+    const settings = await loadSettings({
+      paths,
+      cache: new ValidationCache(paths.cacheDir),
+    });
+    const { serveBroker } = await import("../broker/daemon/serve.ts");
+    outcome = await serveBroker({ paths, settings, log: logLine });
+  } catch (error) {
+    // In the background nobody sees stderr: the client that started this
+    // daemon quotes the log's last line.
+    if (background) logLine(`cannot serve: ${errorMessage(error)}`);
+    throw error;
+  }
   if (outcome === "already-running") {
     logLine("another broker is already serving; leaving it be");
   }
@@ -94,7 +116,7 @@ async function start(args: readonly string[]): Promise<number> {
   if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
   const { paths } = commandContext();
   const socket = socketPath(paths.runtimeDir);
-  const health = await ensureBroker({ socket });
+  const health = await ensureBroker({ socket, logFile: brokerLogPath(paths) });
   printLine(
     `broker running (pid ${health.pid}, since ${health.started}) on ${socket}`,
   );
@@ -111,8 +133,16 @@ async function stop(args: readonly string[]): Promise<number> {
     return 0;
   }
   await callBroker({ socket, method: "POST", path: "/v1/shutdown" });
-  const deadline = Date.now() + 5_000;
-  while (Date.now() < deadline && await brokerHealth(socket)) {
+  // It stops listening at once, and exits when its open requests are done.
+  const deadline = Date.now() + STOP_TIMEOUT_MS;
+  while ((await brokerHealth(socket))?.pid === health.pid) {
+    if (Date.now() > deadline) {
+      throw new UnavailableError(
+        `the broker (pid ${health.pid}) did not stop within ${
+          STOP_TIMEOUT_MS / 1000
+        } s; stop it with "kill ${health.pid}"`,
+      );
+    }
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   printLine(`broker stopped (was pid ${health.pid})`);

@@ -14,11 +14,13 @@ import {
   brokerHealth,
   callBroker,
   ensureBroker,
+  LOGIN_TIMEOUT_MS,
   whoami,
 } from "../broker/client.ts";
 import { socketPath, type Whoami } from "../broker/protocol.ts";
 import { ExitCode, UsageError } from "../errors.ts";
-import { describeLogin } from "./broker.ts";
+import { describeFsError } from "../private_files.ts";
+import { brokerLogPath, describeLogin } from "./broker.ts";
 import { commandContext } from "./context.ts";
 import { printLine } from "./output.ts";
 import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
@@ -53,11 +55,19 @@ export async function loginCommand(args: readonly string[]): Promise<number> {
     passphraseFile = args[1];
   }
   const { paths } = commandContext();
+  // Input that needs no prompt is read first: a login that cannot work
+  // fails at once, without starting a daemon.
+  const given = passphraseFile !== undefined
+    ? await readPassphraseFile(passphraseFile)
+    : stdinIsTerminal()
+    ? undefined
+    : await readStdin("passphrase", { firstLine: true });
   const socket = socketPath(paths.runtimeDir);
-  await ensureBroker({ socket });
+  await ensureBroker({ socket, logFile: brokerLogPath(paths) });
   const before = await whoami(socket);
   const create = !before.storeExists;
-  const passphrase = await readPassphrase({ create, passphraseFile });
+  const passphrase = given ?? await promptPassphrase(create);
+  if (passphrase === "") throw new UsageError("no passphrase was given");
   if (create && passphrase.length < MIN_PASSPHRASE_LENGTH) {
     throw new UsageError(
       `the passphrase is too short: a new store needs at least ${MIN_PASSPHRASE_LENGTH} characters`,
@@ -68,6 +78,7 @@ export async function loginCommand(args: readonly string[]): Promise<number> {
     method: "POST",
     path: "/v1/login",
     body: { passphrase, create },
+    timeoutMs: LOGIN_TIMEOUT_MS,
   });
   printLine(
     `${create ? "created the store; " : ""}logged in: ${describeLogin(after)}`,
@@ -115,30 +126,22 @@ export async function whoamiCommand(args: readonly string[]): Promise<number> {
   return who.loggedIn ? 0 : ExitCode.NoPermission;
 }
 
-async function readPassphrase(
-  options: { create: boolean; passphraseFile?: string },
-): Promise<string> {
-  if (options.passphraseFile !== undefined) {
-    let text: string;
-    try {
-      text = await Deno.readTextFile(options.passphraseFile);
-    } catch (error) {
-      throw new UsageError(
-        `cannot read the passphrase from ${options.passphraseFile}: ${
-          (error as Error).message
-        }`,
-      );
-    }
-    const line = text.split(/\r?\n/)[0];
-    if (line === "") {
-      throw new UsageError(`${options.passphraseFile} holds no passphrase`);
-    }
-    return line;
+async function readPassphraseFile(path: string): Promise<string> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (error) {
+    throw new UsageError(
+      `cannot read the passphrase from ${path}: ${describeFsError(error)}`,
+    );
   }
-  if (!stdinIsTerminal()) {
-    return (await readStdin("passphrase")).split(/\r?\n/)[0];
-  }
-  if (!options.create) return await readHidden("Passphrase: ");
+  const line = text.split(/\r?\n/)[0];
+  if (line === "") throw new UsageError(`${path} holds no passphrase`);
+  return line;
+}
+
+async function promptPassphrase(create: boolean): Promise<string> {
+  if (!create) return await readHidden("Passphrase: ");
   const first = await readHidden("New passphrase for the sherlock store: ");
   const second = await readHidden("Repeat it: ");
   if (first !== second) {

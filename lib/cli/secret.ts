@@ -7,14 +7,15 @@
  * @module
  */
 
-import { callBroker, ensureBroker } from "../broker/client.ts";
+import { callBroker, ensureBroker, whoami } from "../broker/client.ts";
 import {
   type SecretList,
   type SecretRemoved,
   socketPath,
 } from "../broker/protocol.ts";
-import { UsageError } from "../errors.ts";
+import { NoPermissionError, UsageError } from "../errors.ts";
 import { NAME_PATTERN } from "../names.ts";
+import { brokerLogPath } from "./broker.ts";
 import { commandContext } from "./context.ts";
 import { columns, printLine } from "./output.ts";
 import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
@@ -73,11 +74,10 @@ export async function secretCommand(args: readonly string[]): Promise<number> {
       `"${name}" is not a service name (lowercase letters, digits, '-', '_')`,
     );
   }
-  const socket = await brokerSocket();
   const path = `/v1/secrets/${encodeURIComponent(name)}`;
   if (action === "rm") {
     const { removed } = await callBroker<SecretRemoved>({
-      socket,
+      socket: await brokerSocket(),
       method: "DELETE",
       path,
     });
@@ -88,9 +88,23 @@ export async function secretCommand(args: readonly string[]): Promise<number> {
     );
     return 0;
   }
-  const value = stdinIsTerminal()
-    ? await readHidden(`Secret for ${name}: `)
-    : await readStdin("secret");
+  let value: string;
+  let socket: string;
+  if (stdinIsTerminal()) {
+    // Do not ask for a secret that could not be stored.
+    socket = await brokerSocket();
+    const who = await whoami(socket);
+    if (!who.loggedIn) {
+      throw new NoPermissionError(
+        `not logged in: the broker's store is locked; run "sherlock login"`,
+      );
+    }
+    value = await readHidden(`Secret for ${name}: `);
+  } else {
+    // Piped input fails at once when empty, without starting a daemon.
+    value = await readStdin("secret");
+    socket = await brokerSocket();
+  }
   if (value === "") {
     throw new UsageError("the secret is empty; nothing was stored");
   }
@@ -102,6 +116,6 @@ export async function secretCommand(args: readonly string[]): Promise<number> {
 async function brokerSocket(): Promise<string> {
   const { paths } = commandContext();
   const socket = socketPath(paths.runtimeDir);
-  await ensureBroker({ socket });
+  await ensureBroker({ socket, logFile: brokerLogPath(paths) });
   return socket;
 }

@@ -6,16 +6,19 @@
  * @module
  */
 
-import { UsageError } from "../errors.ts";
+import { SherlockError, UsageError } from "../errors.ts";
 
 /** The most bytes read from stdin for a secret. */
 const MAX_INPUT_BYTES = 64 * 1024;
 
-/** Ctrl-C at a hidden prompt. */
-export class InterruptedError extends Error {
+/**
+ * Ctrl-C at a hidden prompt (the terminal is raw, so no SIGINT comes): exit
+ * 130, as if the signal had ended sherlock.
+ */
+export class InterruptedError extends SherlockError {
   /** Creates the error. */
   constructor() {
-    super("interrupted");
+    super("interrupted; nothing was sent", 130);
     this.name = "InterruptedError";
   }
 }
@@ -44,8 +47,13 @@ export async function readHidden(prompt: string): Promise<string> {
         if (byte === 13 || byte === 10) break reading;
         if (byte === 3) throw new InterruptedError();
         if (byte === 4 && bytes.length === 0) break reading;
-        if (byte === 127 || byte === 8) bytes.pop();
-        else if (byte === 21) bytes.length = 0;
+        if (byte === 127 || byte === 8) {
+          // Remove a whole UTF-8 character: its continuation bytes too.
+          while (bytes.length > 0 && (bytes.at(-1)! & 0xc0) === 0x80) {
+            bytes.pop();
+          }
+          bytes.pop();
+        } else if (byte === 21) bytes.length = 0;
         else if (byte >= 32 || byte === 9) bytes.push(byte);
       }
     }
@@ -57,20 +65,33 @@ export async function readHidden(prompt: string): Promise<string> {
 }
 
 /**
- * Reads stdin to its end (at most 64 KiB) and drops one trailing newline.
- * `what` names the input in the error for an empty stdin.
+ * Reads stdin to its end (at most 64 KiB) and drops one trailing newline;
+ * with `firstLine`, only up to the first newline (so a pipe that stays open
+ * after it does not make sherlock wait). `what` names the input in the
+ * error for an empty stdin.
  */
-export async function readStdin(what: string): Promise<string> {
+export async function readStdin(
+  what: string,
+  options: { firstLine?: boolean } = {},
+): Promise<string> {
   const chunks: Uint8Array[] = [];
   let total = 0;
-  for await (const chunk of Deno.stdin.readable) {
-    total += chunk.length;
-    if (total > MAX_INPUT_BYTES) {
-      throw new UsageError(
-        `${what} on stdin is longer than ${MAX_INPUT_BYTES} bytes`,
-      );
+  const reader = Deno.stdin.readable.getReader();
+  try {
+    while (true) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      total += value.length;
+      if (total > MAX_INPUT_BYTES) {
+        throw new UsageError(
+          `${what} on stdin is longer than ${MAX_INPUT_BYTES} bytes`,
+        );
+      }
+      chunks.push(value);
+      if (options.firstLine && value.includes(10)) break;
     }
-    chunks.push(chunk);
+  } finally {
+    reader.releaseLock();
   }
   const bytes = new Uint8Array(total);
   let offset = 0;
@@ -78,10 +99,15 @@ export async function readStdin(what: string): Promise<string> {
     bytes.set(chunk, offset);
     offset += chunk.length;
   }
-  const text = new TextDecoder().decode(bytes).replace(/\r?\n$/, "");
+  let text = new TextDecoder().decode(bytes);
+  text = options.firstLine
+    ? text.split(/\r?\n/)[0]
+    : text.replace(/\r?\n$/, "");
   if (text === "") {
     throw new UsageError(
-      `no ${what}: stdin is not a terminal and is empty; pipe the ${what} in`,
+      `no ${what}: stdin is not a terminal and ${
+        total === 0 ? "is empty" : "starts with an empty line"
+      }; pipe the ${what} in, or run this in a terminal`,
     );
   }
   return text;

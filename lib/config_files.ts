@@ -10,6 +10,7 @@
 import { join } from "node:path";
 import { parse as parseToml } from "smol-toml";
 import { ConfigError } from "./errors.ts";
+import { describeFsError } from "./private_files.ts";
 import { ValidationCache } from "./validation_cache.ts";
 
 /** What is wrong with one file. */
@@ -125,7 +126,10 @@ export function parseTomlText(
   }
 }
 
-/** The `*.toml` files of a folder (hidden files skipped); none if missing. */
+/**
+ * The `*.toml` files of a folder (hidden files skipped); none if missing.
+ * Throws {@linkcode ConfigError} when it cannot be read (e.g. it is a file).
+ */
 export function listTomlFiles(
   folder: string,
 ): { name: string; path: string }[] {
@@ -142,7 +146,11 @@ export function listTomlFiles(
       });
     }
   } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    if (!(error instanceof Deno.errors.NotFound)) {
+      throw new ConfigError(
+        `cannot read folder ${folder}: ${describeFsError(error)}`,
+      );
+    }
   }
   return files.sort((a, b) => a.name.localeCompare(b.name));
 }

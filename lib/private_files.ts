@@ -119,6 +119,9 @@ export function describeFsError(error: unknown): string {
   if (error instanceof Deno.errors.NotFound) return "no such file or folder";
   if (error instanceof Deno.errors.AlreadyExists) return "already exists";
   if (error instanceof Deno.errors.IsADirectory) return "it is a folder";
+  if (error instanceof Deno.errors.NotADirectory) {
+    return "a part of its path is not a folder";
+  }
   if (error instanceof Error) return error.message;
   return String(error);
 }

@@ -17,6 +17,8 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { AgentRecord } from "./fake_agent.ts";
+import type { TestHome } from "./home.ts";
+import { type ProfileSpec, profileToml } from "./profiles.ts";
 import { waitUntil } from "./wait.ts";
 
 export type { AgentRecord, ConfigSeen } from "./fake_agent.ts";
@@ -45,6 +47,20 @@ export function installFakeAgent(path: string): string {
   Deno.writeTextFileSync(path, script, { mode: 0o755 });
   Deno.chmodSync(path, 0o755);
   return path;
+}
+
+/**
+ * Adds an agent to a test HOME: the fake agent as `bin/<executable>` (on
+ * PATH) and its profile in `agents.d/<name>.toml`. The profile defaults to
+ * env-var mode with `SHERLOCK_MCP_CONFIG`. Returns the profile's path.
+ */
+export function addFakeAgent(
+  home: TestHome,
+  spec: Partial<ProfileSpec> & { name: string },
+): string {
+  const executable = spec.executable ?? spec.name;
+  if (!executable.includes("/")) installFakeAgent(join(home.bin, executable));
+  return home.writeProfile(spec.name, profileToml({ ...spec, executable }));
 }
 
 /** How one run of the fake agent should behave. */

@@ -1,0 +1,193 @@
+/**
+ * Exit codes and signals with real processes: the agent's code passes
+ * through, a signal's death is 128+N, sherlock's own failures have their
+ * codes, and signals reach the agent the way a terminal or a supervisor
+ * sends them — while sherlock lives long enough to clean up.
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { addFakeAgent, AgentRun, installFakeAgent } from "../helpers/agent.ts";
+import { createTestHome, type TestHome } from "../helpers/home.ts";
+import { profileToml } from "../helpers/profiles.ts";
+import { lines, runSherlock, startSherlock } from "../helpers/sherlock.ts";
+
+function assertCleanedUp(home: TestHome): void {
+  assert.deepEqual(home.runtimeFiles(), [], "rendered files left behind");
+  assert.deepEqual(home.sessionRecords(), [], "session records left behind");
+}
+
+Deno.test("the agent's exit code passes through, and everything is cleaned up", async () => {
+  await using home = await createTestHome();
+  addFakeAgent(home, { name: "fake" });
+  for (const code of [0, 1, 2, 3, 42, 77, 78, 125, 255]) {
+    using agent = new AgentRun(home.scratch, { exit: code });
+    const result = await runSherlock(["fake"], {
+      env: { ...home.env, ...agent.env },
+    });
+    assert.equal(result.code, code);
+    assert.equal(result.stderr, "", "the agent's failure is not sherlock's");
+    assert.ok(agent.hasStarted);
+    assertCleanedUp(home);
+  }
+});
+
+Deno.test("an agent killed by signal N: exit 128+N, cleaned up", async () => {
+  await using home = await createTestHome();
+  addFakeAgent(home, { name: "fake" });
+  for (
+    const [signal, code] of [["SIGKILL", 137], ["SIGTERM", 143], [
+      "SIGUSR1",
+      138,
+    ]] as const
+  ) {
+    using agent = new AgentRun(home.scratch, { kill: signal });
+    const result = await runSherlock(["fake"], {
+      env: { ...home.env, ...agent.env },
+    });
+    assert.equal(result.code, code, signal);
+    assert.equal(result.signal, null, "sherlock itself exits normally");
+    assert.equal(result.stderr, "");
+    assertCleanedUp(home);
+  }
+});
+
+Deno.test("executable missing: 127, one line, nothing left", async () => {
+  await using home = await createTestHome();
+  home.writeProfile(
+    "fake",
+    profileToml({ name: "fake", executable: "not-installed-agent" }),
+  );
+  const result = await runSherlock(["fake"], { env: home.env });
+  assert.equal(result.code, 127);
+  assert.deepEqual(lines(result.stderr), [
+    "sherlock: not-installed-agent (agent fake) was not found on PATH; install the agent or put it on PATH",
+  ]);
+  assertCleanedUp(home);
+
+  home.writeProfile(
+    "abs",
+    profileToml({
+      name: "abs",
+      executable: join(home.root, "nowhere", "agent"),
+    }),
+  );
+  const absolute = await runSherlock(["abs"], { env: home.env });
+  assert.equal(absolute.code, 127);
+  assert.deepEqual(lines(absolute.stderr), [
+    `sherlock: ${
+      join(home.root, "nowhere", "agent")
+    } (agent abs) does not exist; install the agent or fix the profile's executable`,
+  ]);
+  assertCleanedUp(home);
+});
+
+Deno.test("executable not executable (mode 644): 126, one line, nothing left", async () => {
+  await using home = await createTestHome();
+  const path = installFakeAgent(join(home.bin, "fake"));
+  Deno.chmodSync(path, 0o644);
+  home.writeProfile("fake", profileToml({ name: "fake", executable: "fake" }));
+  using agent = new AgentRun(home.scratch);
+  const result = await runSherlock(["fake"], {
+    env: { ...home.env, ...agent.env },
+  });
+  assert.equal(result.code, 126);
+  assert.deepEqual(lines(result.stderr), [
+    `sherlock: ${path} (agent fake) is not executable; chmod +x it or fix the profile's executable`,
+  ]);
+  assert.equal(agent.hasStarted, false);
+  assertCleanedUp(home);
+});
+
+Deno.test("an executable whose interpreter is missing: 127, one line, nothing left", async () => {
+  await using home = await createTestHome();
+  const path = join(home.bin, "fake");
+  Deno.writeTextFileSync(path, "#!/nonexistent/interpreter\n", { mode: 0o755 });
+  Deno.chmodSync(path, 0o755);
+  home.writeProfile("fake", profileToml({ name: "fake", executable: "fake" }));
+  const result = await runSherlock(["fake"], { env: home.env });
+  assert.equal(result.code, 127);
+  assert.equal(lines(result.stderr).length, 1, result.stderr);
+  assert.match(
+    result.stderr,
+    /^sherlock: .*\bfake \(agent fake\) could not be started/,
+  );
+  assertCleanedUp(home);
+});
+
+/** Starts `sherlock fake` with an agent that waits; returns both. */
+async function startWaiting(
+  home: TestHome,
+  options: { survive?: Deno.Signal[]; exit?: number; detached?: boolean } = {},
+) {
+  const agent = new AgentRun(home.scratch, {
+    wait: true,
+    survive: options.survive,
+    exit: options.exit,
+    config: "env:SHERLOCK_MCP_CONFIG",
+  });
+  const sherlock = startSherlock(["fake"], {
+    env: { ...home.env, ...agent.env },
+    detached: options.detached,
+  });
+  const started = await agent.started();
+  return { agent, sherlock, started };
+}
+
+for (const [signal, code] of [["SIGTERM", 143], ["SIGHUP", 129]] as const) {
+  Deno.test(`${signal} sent to sherlock is forwarded to the agent; exit ${code}, cleaned up`, async () => {
+    await using home = await createTestHome();
+    addFakeAgent(home, { name: "fake" });
+    const { agent, sherlock, started } = await startWaiting(home);
+    using _ = agent;
+    // The file is there while the agent runs.
+    assert.equal(
+      Deno.readTextFileSync(started.config!.path),
+      started.config!.text,
+    );
+    sherlock.kill(signal);
+    const result = await sherlock.result;
+    assert.equal(result.code, code);
+    assert.equal(result.signal, null);
+    assert.equal(result.stderr, "");
+    assert.deepEqual(agent.record().signals, [signal]);
+    assertCleanedUp(home);
+  });
+}
+
+Deno.test("Ctrl-C: the agent gets one SIGINT; sherlock outlives it and cleans up", async () => {
+  await using home = await createTestHome();
+  addFakeAgent(home, { name: "fake" });
+  // The agent treats Ctrl-C like an interactive CLI: it keeps running.
+  const { agent, sherlock } = await startWaiting(home, {
+    survive: ["SIGINT"],
+    exit: 42,
+    detached: true,
+  });
+  using _ = agent;
+  // A terminal sends SIGINT to the whole foreground process group.
+  sherlock.killGroup("SIGINT");
+  await agent.signalled(1);
+  agent.release();
+  const result = await sherlock.result;
+  // sherlock exits with the agent's own code: it was alive when the agent
+  // exited (had SIGINT killed it, it would have died by the signal).
+  assert.equal(result.signal, null);
+  assert.equal(result.code, 42);
+  assert.equal(result.stderr, "");
+  assert.deepEqual(agent.record().signals, ["SIGINT"]);
+  assertCleanedUp(home);
+});
+
+Deno.test("Ctrl-C that ends the agent: exit 130, cleaned up", async () => {
+  await using home = await createTestHome();
+  addFakeAgent(home, { name: "fake" });
+  const { agent, sherlock } = await startWaiting(home, { detached: true });
+  using _ = agent;
+  sherlock.killGroup("SIGINT");
+  const result = await sherlock.result;
+  assert.equal(result.signal, null);
+  assert.equal(result.code, 130);
+  assert.deepEqual(agent.record().signals, ["SIGINT"]);
+  assertCleanedUp(home);
+});

@@ -1,0 +1,301 @@
+/**
+ * Profiles and services as an operator meets them: built-ins shadowed by
+ * agents.d, `sherlock agents` and `agents show`, and every kind of
+ * malformed file — reported on one line, skipped, never run.
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { addFakeAgent, AgentRun, installFakeAgent } from "../helpers/agent.ts";
+import { createTestHome, type TestHome } from "../helpers/home.ts";
+import { profileToml, stdioServiceToml } from "../helpers/profiles.ts";
+import { lines, runSherlock } from "../helpers/sherlock.ts";
+
+/** `sherlock agents`' table rows as [name, rest of the line]. */
+function rows(stdout: string): string[][] {
+  return lines(stdout).map((line) => line.split(/\s{2,}/));
+}
+
+Deno.test("agents: lists the built-ins and whether their executables are on PATH", async () => {
+  await using home = await createTestHome();
+  installFakeAgent(join(home.bin, "claude"));
+  const result = await runSherlock(["agents"], { env: home.env });
+  assert.equal(result.code, 0);
+  assert.equal(result.stderr, "");
+  assert.deepEqual(rows(result.stdout), [
+    ["NAME", "SOURCE", "EXECUTABLE"],
+    ["claude", "built-in", join(home.bin, "claude")],
+    ["copilot", "built-in", "copilot: not found on PATH"],
+  ]);
+});
+
+Deno.test("shadowing: agents.d/claude.toml replaces the built-in entirely", async () => {
+  await using home = await createTestHome();
+  const path = addFakeAgent(home, {
+    name: "claude",
+    executable: "my-claude",
+    mcp: { mode: "env-var", var: "CLAUDE_MCP" },
+  });
+  const listed = await runSherlock(["agents"], { env: home.env });
+  assert.equal(listed.code, 0);
+  assert.deepEqual(rows(listed.stdout)[1], [
+    "claude",
+    `${path} (overrides the built-in)`,
+    join(home.bin, "my-claude"),
+  ]);
+
+  // The override's delivery is used; nothing of the built-in's flag.
+  using agent = new AgentRun(home.scratch, { config: "env:CLAUDE_MCP" });
+  const run = await runSherlock(["claude", "x"], {
+    env: { ...home.env, ...agent.env },
+  });
+  assert.equal(run.code, 0, run.stderr);
+  const record = agent.record();
+  assert.equal(record.argv0, join(home.bin, "my-claude"));
+  assert.deepEqual(record.args, ["x"]);
+  assert.equal(record.config!.text, '{\n  "mcpServers": {}\n}\n');
+});
+
+Deno.test("agents show: the resolved profile, every default filled in", async () => {
+  await using home = await createTestHome();
+  const path = addFakeAgent(home, {
+    name: "claude",
+    executable: "my-claude",
+    mcp: { mode: "env-var", var: "CLAUDE_MCP" },
+  });
+  const shown = await runSherlock(["agents", "show", "claude"], {
+    env: home.env,
+  });
+  assert.equal(shown.code, 0);
+  assert.equal(
+    shown.stdout,
+    `# ${path}
+[agent]
+name = "claude"
+executable = "my-claude"
+description = ""
+
+[mcp]
+mode = "env-var"
+var = "CLAUDE_MCP"
+value = "{path}"
+joined = false
+format = "mcp-json"
+
+[env]
+[argv]
+prefix = []
+suffix = []
+
+[forbid]
+env = []
+`,
+  );
+  const builtin = await runSherlock(["agents", "show", "copilot"], {
+    env: home.env,
+  });
+  assert.equal(builtin.code, 0);
+  assert.equal(lines(builtin.stdout)[0], "# built-in profile");
+  assert.ok(builtin.stdout.includes('flag = "--additional-mcp-config"\n'));
+  assert.ok(builtin.stdout.includes('value = "@{path}"\n'));
+
+  const missing = await runSherlock(["agents", "show", "nope"], {
+    env: home.env,
+  });
+  assert.equal(missing.code, 2);
+  assert.deepEqual(lines(missing.stderr), [
+    'sherlock: no agent profile named "nope"; run "sherlock agents" to list them',
+  ]);
+});
+
+/** Every kind of malformed profile, with the line sherlock must print. */
+const MALFORMED: {
+  kind: string;
+  text: string;
+  problem: string;
+}[] = [
+  {
+    kind: "bad TOML",
+    text: `[agent]\nname = "bad"\nexecutable = \n`,
+    problem: "3:14: TOML syntax error: invalid value",
+  },
+  {
+    kind: "wrong type",
+    text:
+      `[agent]\nname = "bad"\nexecutable = 42\n[mcp]\nmode = "env-var"\nvar = "V"\n`,
+    problem: "3: agent.executable: must be a string, not a number",
+  },
+  {
+    kind: "unknown key",
+    text:
+      `[agent]\nname = "bad"\nexecutable = "fake"\ncolour = "red"\n[mcp]\nmode = "env-var"\nvar = "V"\n`,
+    problem:
+      "4: agent.colour: unknown key (allowed here: name, executable, description)",
+  },
+  {
+    kind: "unknown table",
+    text:
+      `[agent]\nname = "bad"\nexecutable = "fake"\n[mcp]\nmode = "env-var"\nvar = "V"\n[extras]\nx = 1\n`,
+    problem:
+      "7: extras: unknown key (allowed here: agent, mcp, env, argv, forbid)",
+  },
+  {
+    kind: "name is not the basename",
+    text: profileToml({ name: "other", executable: "fake" }),
+    problem:
+      'agent.name: is "other" but the file is bad.toml; the name must equal the file\'s basename',
+  },
+  {
+    kind: "missing executable",
+    text: `[agent]\nname = "bad"\n[mcp]\nmode = "env-var"\nvar = "V"\n`,
+    problem: "1: agent.executable: missing; a string is required",
+  },
+  {
+    kind: "missing mode-specific key",
+    text:
+      `[agent]\nname = "bad"\nexecutable = "fake"\n\n[mcp]\nmode = "cli-flag"\n`,
+    problem: '5: mcp.flag: missing; mode = "cli-flag" needs flag',
+  },
+  {
+    kind: "key of another mode",
+    text:
+      `[agent]\nname = "bad"\nexecutable = "fake"\n[mcp]\nmode = "env-var"\nvar = "V"\npath = "/x"\n`,
+    problem: '7: mcp.path: not used with mode = "env-var"; remove it',
+  },
+];
+// The name-mismatch file is generated: its name is on line 2.
+MALFORMED[4].problem = `2: ${MALFORMED[4].problem}`;
+
+/** A HOME with one good agent and the bad profile. */
+function homeWithBadProfile(home: TestHome, text: string): string {
+  installFakeAgent(join(home.bin, "fake"));
+  addFakeAgent(home, { name: "good", executable: "fake" });
+  return home.writeProfile("bad", text);
+}
+
+for (const { kind, text, problem } of MALFORMED) {
+  Deno.test(`malformed profile (${kind}): one line, exit 78, never run; the others work`, async () => {
+    await using home = await createTestHome();
+    const path = homeWithBadProfile(home, text);
+
+    // Run it, twice: a bad file is reported every time (never cached).
+    for (const args of [["bad"], ["run", "bad", "--help"]]) {
+      using agent = new AgentRun(home.scratch);
+      const result = await runSherlock(args, {
+        env: { ...home.env, ...agent.env },
+      });
+      assert.equal(result.code, 78);
+      assert.deepEqual(lines(result.stderr), [`sherlock: ${path}:${problem}`]);
+      assert.equal(result.stdout, "");
+      assert.equal(agent.hasStarted, false, "the agent must never start");
+      assert.deepEqual(home.runtimeFiles(), []);
+      assert.deepEqual(home.sessionRecords(), []);
+    }
+
+    // The listing shows the good ones and reports the bad one.
+    const listed = await runSherlock(["agents"], { env: home.env });
+    assert.equal(listed.code, 78);
+    assert.deepEqual(
+      rows(listed.stdout).map((row) => row[0]),
+      ["NAME", "claude", "copilot", "good"],
+    );
+    assert.deepEqual(lines(listed.stderr), [
+      `sherlock: skipped malformed profile ${path}:${problem}`,
+    ]);
+
+    // Every other profile still runs.
+    using agent = new AgentRun(home.scratch, { exit: 5 });
+    const good = await runSherlock(["good", "x"], {
+      env: { ...home.env, ...agent.env },
+    });
+    assert.equal(good.code, 5);
+    assert.equal(good.stderr, "");
+    assert.deepEqual(agent.record().args, ["x"]);
+  });
+}
+
+Deno.test("a profile that validated once is checked again when it changes", async () => {
+  await using home = await createTestHome();
+  const path = addFakeAgent(home, { name: "fake" });
+  using first = new AgentRun(home.scratch);
+  const ok = await runSherlock(["fake"], {
+    env: { ...home.env, ...first.env },
+  });
+  assert.equal(ok.code, 0);
+  Deno.writeTextFileSync(
+    path,
+    Deno.readTextFileSync(path).replace(
+      "[agent]\n",
+      '[agent]\ncolour = "red"\n',
+    ),
+  );
+  using second = new AgentRun(home.scratch);
+  const bad = await runSherlock(["fake"], {
+    env: { ...home.env, ...second.env },
+  });
+  assert.equal(bad.code, 78);
+  assert.deepEqual(lines(bad.stderr), [
+    `sherlock: ${path}:2: agent.colour: unknown key (allowed here: name, executable, description)`,
+  ]);
+  assert.equal(second.hasStarted, false);
+});
+
+Deno.test("malformed service: warned on stderr, skipped; the session runs with the others", async () => {
+  await using home = await createTestHome();
+  addFakeAgent(home, { name: "fake" });
+  home.writeService("good", stdioServiceToml("good", { command: "/opt/good" }));
+  const bad = home.writeService(
+    "broken",
+    `[service]\nname = "broken"\n[server]\ncommand = "/opt/broken"\ncolour = "red"\n`,
+  );
+  const misnamed = home.writeService(
+    "misnamed",
+    stdioServiceToml("othername", { command: "/opt/misnamed" }),
+  );
+  using agent = new AgentRun(home.scratch, {
+    config: "env:SHERLOCK_MCP_CONFIG",
+    exit: 0,
+  });
+  const result = await runSherlock(["fake"], {
+    env: { ...home.env, ...agent.env },
+  });
+  assert.equal(result.code, 0);
+  assert.deepEqual(lines(result.stderr).sort(), [
+    `sherlock: skipping service: ${bad}:5: server.colour: unknown key (allowed here: command, args, env, url, transport, headers)`,
+    `sherlock: skipping service: ${misnamed}:2: service.name: is "othername" but the file is misnamed.toml; the name must equal the file's basename`,
+  ]);
+  assert.deepEqual(JSON.parse(agent.record().config!.text!), {
+    mcpServers: {
+      good: { type: "stdio", command: "/opt/good", args: [], env: {} },
+    },
+  });
+});
+
+Deno.test("an unknown agent: exit 2, one line", async () => {
+  await using home = await createTestHome();
+  const result = await runSherlock(["run", "nope"], { env: home.env });
+  assert.equal(result.code, 2);
+  assert.deepEqual(lines(result.stderr), [
+    'sherlock: no agent profile named "nope"; run "sherlock agents" to list them',
+  ]);
+});
+
+Deno.test("a name that is a path never reads a file outside agents.d", async () => {
+  await using home = await createTestHome();
+  installFakeAgent(join(home.bin, "fake"));
+  // A perfectly valid profile, one folder above agents.d.
+  Deno.mkdirSync(home.agentsDir, { recursive: true });
+  Deno.writeTextFileSync(
+    join(home.agentsDir, "..", "outside.toml"),
+    profileToml({ name: "outside", executable: "fake" }),
+  );
+  using agent = new AgentRun(home.scratch);
+  const result = await runSherlock(["run", "../outside"], {
+    env: { ...home.env, ...agent.env },
+  });
+  assert.equal(result.code, 2);
+  assert.deepEqual(lines(result.stderr), [
+    'sherlock: no agent profile named "../outside"; run "sherlock agents" to list them',
+  ]);
+  assert.equal(agent.hasStarted, false);
+});

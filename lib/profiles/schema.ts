@@ -78,6 +78,28 @@ export const profileSchema = z.strictObject({
   forbid: z.strictObject({
     env: z.array(envName).default([]),
   }).default({ env: [] }),
+}).superRefine((profile, context) => {
+  // In env-var mode the variable carries the config's path: a profile that
+  // also sets or forbids it would start the agent without its config.
+  const variable = profile.mcp.mode === "env-var" ? profile.mcp.var : undefined;
+  if (variable === undefined) return;
+  if (Object.hasOwn(profile.env, variable)) {
+    context.addIssue({
+      code: "custom",
+      path: ["env", variable],
+      message:
+        "is [mcp] var, which sherlock sets to the config's path; remove it",
+    });
+  }
+  const index = profile.forbid.env.indexOf(variable);
+  if (index !== -1) {
+    context.addIssue({
+      code: "custom",
+      path: ["forbid", "env", index],
+      message:
+        `${variable} is [mcp] var, which carries the config's path; remove it`,
+    });
+  }
 });
 
 /** A validated, normalized agent profile. */

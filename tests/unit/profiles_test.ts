@@ -181,6 +181,22 @@ Deno.test("schema problems: each mode needs its own key, and only that", () => {
   );
 });
 
+Deno.test("schema problems: [env] and [forbid] must leave [mcp] var alone", () => {
+  const mcp = `[mcp]\nmode = "env-var"\nvar = "MCP_CONFIG"\n`;
+  assert.equal(
+    problem(`${AGENT}${mcp}[env]\nMCP_CONFIG = "/elsewhere"\n`),
+    "a.toml:8: env.MCP_CONFIG: is [mcp] var, which sherlock sets to the config's path; remove it",
+  );
+  assert.equal(
+    problem(`${AGENT}${mcp}[forbid]\nenv = ["A", "MCP_CONFIG"]\n`),
+    "a.toml:8: forbid.env.1: MCP_CONFIG is [mcp] var, which carries the config's path; remove it",
+  );
+  // In the other modes, the same names are ordinary variables.
+  const other =
+    `${AGENT}${MCP}[env]\nMCP_CONFIG = "x"\n[forbid]\nenv = ["MCP_CONFIG"]\n`;
+  assert.ok(validateProfile(parse(other), other).ok);
+});
+
 Deno.test("schema problems: values", () => {
   assert.equal(
     problem(`${AGENT}[mcp]\nmode = "pipe"\n`),

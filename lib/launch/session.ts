@@ -171,8 +171,10 @@ export async function runSession(
   } catch (error) {
     throw spawnError(error, executable, options.agent);
   } finally {
-    relay.close();
+    // Clean up while signals are still caught: once the relay is closed, a
+    // SIGTERM or SIGHUP would end sherlock before the files are removed.
     endSession(paths.stateDir, record);
+    relay.close();
   }
 }
 

@@ -29,6 +29,19 @@ Deno.test("agents: lists the built-ins and whether their executables are on PATH
   ]);
 });
 
+Deno.test("agents: an executable without an execute bit is reported as such", async () => {
+  await using home = await createTestHome();
+  const path = installFakeAgent(join(home.bin, "copilot"));
+  Deno.chmodSync(path, 0o644);
+  const result = await runSherlock(["agents"], { env: home.env });
+  assert.equal(result.code, 0);
+  assert.deepEqual(rows(result.stdout)[2], [
+    "copilot",
+    "built-in",
+    `${path}: not executable`,
+  ]);
+});
+
 Deno.test("shadowing: agents.d/claude.toml replaces the built-in entirely", async () => {
   await using home = await createTestHome();
   const path = addFakeAgent(home, {
@@ -202,6 +215,13 @@ for (const { kind, text, problem } of MALFORMED) {
     assert.deepEqual(lines(listed.stderr), [
       `sherlock: skipped malformed profile ${path}:${problem}`,
     ]);
+
+    const shown = await runSherlock(["agents", "show", "bad"], {
+      env: home.env,
+    });
+    assert.equal(shown.code, 78);
+    assert.equal(shown.stdout, "");
+    assert.deepEqual(lines(shown.stderr), [`sherlock: ${path}:${problem}`]);
 
     // Every other profile still runs.
     using agent = new AgentRun(home.scratch, { exit: 5 });

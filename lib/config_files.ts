@@ -7,7 +7,7 @@
  * @module
  */
 
-import { join } from "node:path";
+import { join } from "./file_paths.ts";
 import { parse as parseToml } from "smol-toml";
 import { ConfigError } from "./errors.ts";
 import { describeFsError } from "./private_files.ts";
@@ -152,5 +152,6 @@ export function listTomlFiles(
       );
     }
   }
-  return files.sort((a, b) => a.name.localeCompare(b.name));
+  // By code unit: localeCompare would load ICU's collator, ~10 ms.
+  return files.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 }

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { join } from "node:path";
+import { join } from "./file_paths.ts";
 import { ConfigError } from "./errors.ts";
 
 /** The environment as a plain lookup table. */

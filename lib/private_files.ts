@@ -8,9 +8,11 @@
  * @module
  */
 
-import { createHash } from "node:crypto";
-import { dirname } from "node:path";
 import { CantCreateError } from "./errors.ts";
+import { dirname } from "./file_paths.ts";
+
+/** The SHA-256 of a string or bytes as lowercase hex (see `sha256.ts`). */
+export { sha256Hex } from "./sha256.ts";
 
 /**
  * Makes sure `path` is a folder that only the current user can enter: creates
@@ -101,11 +103,6 @@ export function readTextIfPresent(path: string): string | undefined {
     if (error instanceof Deno.errors.NotFound) return undefined;
     throw error;
   }
-}
-
-/** The SHA-256 of a string as lowercase hex. */
-export function sha256Hex(data: string | Uint8Array): string {
-  return createHash("sha256").update(data).digest("hex");
 }
 
 /** Ensures the folder that will hold `path` exists and is private. */

@@ -7,12 +7,12 @@
  * @module
  */
 
-import { fileURLToPath } from "node:url";
+import { fromFileUrl } from "./file_paths.ts";
 
 /** The argv prefix that starts this sherlock; append a command and its args. */
 export function selfCommand(): string[] {
   if (Deno.build.standalone) return [Deno.execPath()];
-  const main = fileURLToPath(new URL("../main.ts", import.meta.url));
+  const main = fromFileUrl(new URL("../main.ts", import.meta.url));
   // --allow-all: sherlock starts arbitrary agents and helpers, so any
   // narrower set would be a promise it could not keep.
   return [Deno.execPath(), "run", "--allow-all", "--quiet", main];

@@ -11,7 +11,7 @@
  * @module
  */
 
-import { join } from "node:path";
+import { join } from "./file_paths.ts";
 import {
   ensurePrivateDir,
   readTextIfPresent,

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { dirname, join } from "node:path";
+import { dirname, join } from "../file_paths.ts";
 import {
   CantCreateError,
   ConfigError,

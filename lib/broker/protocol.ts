@@ -20,7 +20,7 @@
  * @module
  */
 
-import { join } from "node:path";
+import { join } from "../file_paths.ts";
 
 /** The socket's file name in the runtime folder. */
 export const SOCKET_NAME = "broker.sock";

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { delimiter, isAbsolute, join } from "node:path";
+import { delimiter, isAbsolute, join } from "../file_paths.ts";
 import { ExecutableNotFoundError, NotExecutableError } from "../errors.ts";
 
 /** Where an executable was found, or why it was not. */

@@ -11,7 +11,17 @@
  * @module
  */
 
-import { constants } from "node:os";
+/**
+ * The numbers of the signals sherlock catches: the same on Linux and macOS.
+ * (`node:os`'s table would start Deno's Node compatibility layer on the
+ * launch path, which costs more than the rest of sherlock's start-up.)
+ */
+const SIGNAL_NUMBERS: Readonly<Record<string, number>> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGTERM: 15,
+};
 
 /** The signals sherlock forwards to the agent. */
 export const FORWARDED_SIGNALS: readonly Deno.Signal[] = ["SIGTERM", "SIGHUP"];
@@ -103,13 +113,14 @@ export class SignalRelay {
 /** The shell's convention: the code, or 128+N for a death by signal N. */
 export function exitCodeOf(status: Deno.CommandStatus): number {
   if (status.signal !== null) {
-    const number = (constants.signals as Record<string, number>)[status.signal];
+    const number = SIGNAL_NUMBERS[status.signal];
     if (number !== undefined) return 128 + number;
   }
+  // Deno reports a death by any other signal N as code 128+N already.
   return status.code;
 }
 
 /** The number of a signal, for `128+N` exit codes before the agent ran. */
 export function signalNumber(signal: Deno.Signal): number {
-  return (constants.signals as Record<string, number>)[signal] ?? 0;
+  return SIGNAL_NUMBERS[signal] ?? 0;
 }

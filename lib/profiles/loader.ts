@@ -9,7 +9,7 @@
  * @module
  */
 
-import { join } from "node:path";
+import { join } from "../file_paths.ts";
 import {
   type FileProblem,
   InvalidFileError,

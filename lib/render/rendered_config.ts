@@ -9,7 +9,7 @@
  * @module
  */
 
-import { dirname, join } from "node:path";
+import { dirname, join } from "../file_paths.ts";
 import { CantCreateError } from "../errors.ts";
 import { describeFsError, ensurePrivateDir } from "../private_files.ts";
 import {

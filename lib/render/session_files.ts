@@ -14,8 +14,7 @@
  * @module
  */
 
-import process from "node:process";
-import { join } from "node:path";
+import { join } from "../file_paths.ts";
 import { CantCreateError } from "../errors.ts";
 import {
   describeFsError,
@@ -220,7 +219,29 @@ function removeIfUnchanged(file: WrittenFile): void {
   if (sha256Hex(bytes) === file.sha256) removeIfPresent(file.path);
 }
 
+/**
+ * True while `pid` exists and is this user's: what `kill(pid, 0)` tells.
+ * Linux answers from /proc. Elsewhere, `node:process`'s kill does, reached
+ * through Deno's `process` global, which is set up on first use: a static
+ * `node:` import would start Deno's Node compatibility layer on every
+ * launch, at a cost of about a third of Deno's start-up.
+ */
 function isProcessAlive(pid: number): boolean {
+  if (Deno.build.os === "linux") {
+    let owner: number | null;
+    try {
+      owner = Deno.statSync(`/proc/${pid}`).uid;
+    } catch {
+      return false;
+    }
+    // Another user's process is not the sherlock that wrote the record
+    // (kill would fail with EPERM), unless sherlock runs as root.
+    const uid = Deno.uid();
+    return uid === 0 || owner === uid;
+  }
+  const { process } = globalThis as unknown as {
+    process: { kill(pid: number, signal: number): void };
+  };
   try {
     process.kill(pid, 0);
     return true;

@@ -13,7 +13,7 @@ import {
   readTomlFile,
   type Validator,
 } from "../config_files.ts";
-import { join } from "node:path";
+import { join } from "../file_paths.ts";
 import type { SherlockPaths } from "../paths.ts";
 import { readTextIfPresent } from "../private_files.ts";
 import type { ValidationCache } from "../validation_cache.ts";

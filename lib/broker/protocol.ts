@@ -7,7 +7,7 @@
  * |--------------------------|------------------------------|-------------------|
  * | GET  /v1/health          |                              | {@linkcode Health}  |
  * | GET  /v1/whoami          |                              | {@linkcode Whoami}  |
- * | POST /v1/login           | {@linkcode LoginRequest}     | {@linkcode Whoami}  |
+ * | POST /v1/login           | {@linkcode LoginRequest}     | {@linkcode LoginAnswer} |
  * | POST /v1/logout          |                              | {@linkcode Whoami}  |
  * | POST /v1/token           | {@linkcode TokenRequest}     | {@linkcode TokenResponse} |
  * | GET  /v1/secrets         |                              | {@linkcode SecretList} |
@@ -71,6 +71,15 @@ export interface LoginRequest {
   passphrase: string;
   /** Create the store (first login); refused when it exists. */
   create?: boolean;
+}
+
+/** The answer to `POST /v1/login`. */
+export interface LoginAnswer extends Whoami {
+  /**
+   * True when this login created the store; false when it unlocked one
+   * (also when `create` was asked but another login created it first).
+   */
+  created: boolean;
 }
 
 /** `POST /v1/token`. */

@@ -17,7 +17,11 @@ import {
   LOGIN_TIMEOUT_MS,
   whoami,
 } from "../broker/client.ts";
-import { socketPath, type Whoami } from "../broker/protocol.ts";
+import {
+  type LoginAnswer,
+  socketPath,
+  type Whoami,
+} from "../broker/protocol.ts";
 import { ExitCode, UsageError } from "../errors.ts";
 import { describeFsError } from "../private_files.ts";
 import { brokerLogPath, describeLogin } from "./broker.ts";
@@ -73,7 +77,7 @@ export async function loginCommand(args: readonly string[]): Promise<number> {
       `the passphrase is too short: a new store needs at least ${MIN_PASSPHRASE_LENGTH} characters`,
     );
   }
-  const after = await callBroker<Whoami>({
+  const after = await callBroker<LoginAnswer>({
     socket,
     method: "POST",
     path: "/v1/login",
@@ -81,7 +85,9 @@ export async function loginCommand(args: readonly string[]): Promise<number> {
     timeoutMs: LOGIN_TIMEOUT_MS,
   });
   printLine(
-    `${create ? "created the store; " : ""}logged in: ${describeLogin(after)}`,
+    `${after.created ? "created the store; " : ""}logged in: ${
+      describeLogin(after)
+    }`,
   );
   return 0;
 }

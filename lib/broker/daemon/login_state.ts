@@ -6,7 +6,7 @@
  */
 
 import { userInfo } from "node:os";
-import type { Whoami } from "../protocol.ts";
+import type { LoginAnswer, Whoami } from "../protocol.ts";
 import {
   createStore,
   type SecretStore,
@@ -64,9 +64,10 @@ export class LoginState {
    * unlocks that one with the same passphrase instead. Errors of the store
    * (wrong passphrase, corrupt or newer file) propagate.
    */
-  async login(passphrase: string, create: boolean): Promise<Whoami> {
+  async login(passphrase: string, create: boolean): Promise<LoginAnswer> {
     const path = this.#options.storePath;
     let store: SecretStore;
+    let created = create;
     try {
       store = create
         ? await createStore(path, passphrase)
@@ -74,12 +75,13 @@ export class LoginState {
     } catch (error) {
       if (!(create && error instanceof StoreExistsError)) throw error;
       store = await unlockStore(path, passphrase);
+      created = false;
     }
     this.#store?.lock();
     this.#store = store;
     this.#since = new Date();
     this.touch();
-    return this.whoami();
+    return { ...this.whoami(), created };
   }
 
   /** Locks the store and forgets the login. */

@@ -95,7 +95,6 @@ export async function serveBroker(
       }),
   });
   if (server === undefined) return "already-running";
-  const socketInode = Deno.lstatSync(socket).ino;
   log(`sherlock ${VERSION} broker serving on ${socket} (pid ${Deno.pid})`);
 
   const onSignal = () => stop();
@@ -106,15 +105,14 @@ export async function serveBroker(
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     Deno.removeSignalListener(signal, onSignal);
   }
+  // Closing the listener removes the socket at once (Deno unlinks it), so
+  // the next client starts a new daemon while this one lets its open
+  // requests finish with the store still unlocked. Nothing is removed by
+  // path afterwards: by then the path may be the new daemon's socket, and
+  // inode numbers are reused too soon to tell.
+  await server.shutdown();
   login.logout();
   tokens.clear();
-  await server.shutdown();
-  // Only remove the socket if it is still ours.
-  try {
-    if (Deno.lstatSync(socket).ino === socketInode) removeIfPresent(socket);
-  } catch {
-    // Already gone.
-  }
   log("broker stopped");
   return "served";
 }

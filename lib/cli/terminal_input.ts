@@ -35,18 +35,22 @@ export function stdinIsTerminal(): boolean {
  */
 export async function readHidden(prompt: string): Promise<string> {
   const encoder = new TextEncoder();
-  Deno.stderr.writeSync(encoder.encode(prompt));
+  // Echo off first: whatever is typed once the prompt shows is not echoed.
   Deno.stdin.setRaw(true);
+  Deno.stderr.writeSync(encoder.encode(prompt));
   const bytes: number[] = [];
   const buffer = new Uint8Array(64);
   try {
-    reading: while (true) {
-      const count = await Deno.stdin.read(buffer);
-      if (count === null) break;
-      for (const byte of buffer.subarray(0, count)) {
-        if (byte === 13 || byte === 10) break reading;
+    let input = typedAhead.splice(0);
+    while (true) {
+      for (let index = 0; index < input.length; index++) {
+        const byte = input[index];
+        if (byte === 13 || byte === 10 || (byte === 4 && bytes.length === 0)) {
+          // What was typed after the line belongs to the next prompt.
+          typedAhead.push(...input.slice(index + 1));
+          return new TextDecoder().decode(new Uint8Array(bytes));
+        }
         if (byte === 3) throw new InterruptedError();
-        if (byte === 4 && bytes.length === 0) break reading;
         if (byte === 127 || byte === 8) {
           // Remove a whole UTF-8 character: its continuation bytes too.
           while (bytes.length > 0 && (bytes.at(-1)! & 0xc0) === 0x80) {
@@ -56,6 +60,9 @@ export async function readHidden(prompt: string): Promise<string> {
         } else if (byte === 21) bytes.length = 0;
         else if (byte >= 32 || byte === 9) bytes.push(byte);
       }
+      const count = await Deno.stdin.read(buffer);
+      if (count === null) break;
+      input = [...buffer.subarray(0, count)];
     }
   } finally {
     Deno.stdin.setRaw(false);
@@ -63,6 +70,9 @@ export async function readHidden(prompt: string): Promise<string> {
   }
   return new TextDecoder().decode(new Uint8Array(bytes));
 }
+
+/** Bytes read from the terminal after the line a prompt took. */
+const typedAhead: number[] = [];
 
 /**
  * Reads stdin to its end (at most 64 KiB) and drops one trailing newline;

@@ -1,0 +1,457 @@
+/**
+ * Launch-time benchmark: the wall time of `sherlock run trivial` (from
+ * source, `deno run --allow-all main.ts run trivial`) against the floor, a
+ * Deno script that only spawns the same agent with inherited stdio and exits
+ * with its code, run with the same `deno run` flags from the same folder.
+ *
+ * The agent is `/bin/true` wrapped by a profile in a throwaway
+ * `XDG_CONFIG_HOME/sherlock/agents.d/`; the cases have 0, 1 and 10 services
+ * (stdio servers with `[token] source = "none"`: rendered, never started).
+ * Every run gets a throwaway `HOME`, `XDG_*` and `DENO_DIR`, so the
+ * operator's configuration and caches are never read or written.
+ *
+ * Runs are interleaved (one of each variant per round, the order rotating)
+ * so that the noise of a shared machine spreads over every variant alike.
+ * "warm" runs reuse the validation cache; "cold" runs change the profile's
+ * bytes first, so that sherlock revalidates it (importing zod), as on the
+ * first run after an operator edits a profile or a service.
+ *
+ * Usage: deno task bench [--runs N] [--warmup N] [--bin PATH] [--floor-bin PATH]
+ *
+ * Prints Markdown tables (medians, p90, ratios) on stdout; see
+ * docs/BENCHMARKS.md for the recorded figures.
+ *
+ * @module
+ */
+
+import { cpus } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The benchmark's settings, from the command line. */
+export interface BenchOptions {
+  /** Measured rounds (each round runs every variant once). */
+  runs: number;
+  /** Unmeasured rounds first (they fill Deno's caches). */
+  warmup: number;
+  /** The project to measure (default: this script's repository). */
+  root: string;
+  /** A `deno compile`d sherlock to measure as well. */
+  bin?: string;
+  /** A `deno compile`d floor to compare `bin` against. */
+  floorBin?: string;
+}
+
+/** One measured variant: how to start it, and what to do before each run. */
+interface Variant {
+  /** The row's name. */
+  name: string;
+  /** The argv, the executable first. */
+  argv: string[];
+  /** The environment (complete: nothing else is inherited). */
+  env: Record<string, string>;
+  /** Called before each run, outside the timed span. */
+  prepare?: () => void;
+}
+
+/** The service counts of the cases. */
+const SERVICE_COUNTS = [0, 1, 10] as const;
+
+const USAGE =
+  `Usage: deno task bench [--runs N] [--warmup N] [--root DIR] [--bin PATH] [--floor-bin PATH]
+
+  --runs N         measured rounds (default 30); each runs every variant once
+  --warmup N       unmeasured rounds first (default 3)
+  --root DIR       the sherlock checkout to measure (default: this one)
+  --bin PATH       also measure a deno compile'd sherlock binary
+  --floor-bin PATH the floor for --bin: a compiled spawn-and-exit program
+                   (default: the deno run floor)`;
+
+/** Parses the command line; throws a one-line message on a mistake. */
+export function parseBenchArgs(args: readonly string[]): BenchOptions {
+  const options: BenchOptions = {
+    runs: 30,
+    warmup: 3,
+    root: join(dirname(fileURLToPath(import.meta.url)), ".."),
+  };
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index];
+    const value = (): string => {
+      const next = args[++index];
+      if (next === undefined) throw new Error(`${arg} needs a value`);
+      return next;
+    };
+    const count = (): number => {
+      const text = value();
+      const number = Number(text);
+      if (!Number.isInteger(number) || number < 0) {
+        throw new Error(`${arg} needs a whole number, not ${text}`);
+      }
+      return number;
+    };
+    if (arg === "--runs") options.runs = Math.max(1, count());
+    else if (arg === "--warmup") options.warmup = count();
+    else if (arg === "--root") options.root = value();
+    else if (arg === "--bin") options.bin = value();
+    else if (arg === "--floor-bin") options.floorBin = value();
+    else throw new Error(`unknown argument ${arg}`);
+  }
+  return options;
+}
+
+const TRIVIAL_PROFILE = `[agent]
+name = "trivial"
+executable = "/bin/true"
+description = "exits at once (benchmark)"
+
+[mcp]
+mode = "cli-flag"
+flag = "--mcp-config"
+`;
+
+/** A stdio service that needs no token: rendered, never started. */
+function serviceFile(name: string): string {
+  return `[service]
+name = "${name}"
+description = "benchmark service"
+
+[server]
+command = "${name}-mcp-server"
+args = ["stdio"]
+env = { LOG_LEVEL = "warn" }
+
+[token]
+source = "none"
+`;
+}
+
+/** The floor: spawn the agent with inherited stdio, exit with its code. */
+const FLOOR_SCRIPT = `const child = new Deno.Command(Deno.args[0], {
+  args: Deno.args.slice(1),
+  stdin: "inherit",
+  stdout: "inherit",
+  stderr: "inherit",
+}).spawn();
+Deno.exit((await child.status).code);
+`;
+
+/** The throwaway folders, one configuration per case. */
+interface Sandbox {
+  /** The root of everything the benchmark writes (but the runtime folder). */
+  dir: string;
+  /** The folder that holds the runtime folder (tmpfs when available). */
+  runtime: string;
+  /** The floor script. */
+  floor: string;
+  /** The environment of each case, by service count. */
+  envs: Map<number, Record<string, string>>;
+  /** The trivial profile's file in each case. */
+  profiles: Map<number, string>;
+}
+
+/**
+ * A throwaway folder on tmpfs for XDG_RUNTIME_DIR when there is one, as
+ * /run/user/<uid> is on most Linux systems; else beside the rest.
+ */
+function runtimeBase(fallback: string): string {
+  try {
+    if (Deno.statSync("/dev/shm").isDirectory) {
+      return Deno.makeTempDirSync({
+        dir: "/dev/shm",
+        prefix: "sherlock-bench-",
+      });
+    }
+  } catch {
+    // No /dev/shm (macOS): the runtime folder stays with the others.
+  }
+  return fallback;
+}
+
+function makeSandbox(): Sandbox {
+  const dir = Deno.makeTempDirSync({ prefix: "sherlock-bench-" });
+  const runtime = runtimeBase(dir);
+  const floor = join(dir, "floor.ts");
+  Deno.writeTextFileSync(floor, FLOOR_SCRIPT);
+  const shared = {
+    HOME: join(dir, "home"),
+    XDG_CACHE_HOME: join(dir, "cache"),
+    XDG_STATE_HOME: join(dir, "state"),
+    XDG_DATA_HOME: join(dir, "data"),
+    XDG_RUNTIME_DIR: join(runtime, "run"),
+    DENO_DIR: join(dir, "deno"),
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    NO_COLOR: "1",
+  };
+  Deno.mkdirSync(shared.HOME);
+  Deno.mkdirSync(shared.XDG_RUNTIME_DIR, { mode: 0o700 });
+  const envs = new Map<number, Record<string, string>>();
+  const profiles = new Map<number, string>();
+  for (const count of SERVICE_COUNTS) {
+    const config = join(dir, `config-${count}`);
+    const agents = join(config, "sherlock", "agents.d");
+    const services = join(config, "sherlock", "services.d");
+    Deno.mkdirSync(agents, { recursive: true });
+    Deno.mkdirSync(services, { recursive: true });
+    const profile = join(agents, "trivial.toml");
+    Deno.writeTextFileSync(profile, TRIVIAL_PROFILE);
+    for (let index = 1; index <= count; index++) {
+      const name = `service${String(index).padStart(2, "0")}`;
+      Deno.writeTextFileSync(join(services, `${name}.toml`), serviceFile(name));
+    }
+    envs.set(count, { ...shared, XDG_CONFIG_HOME: config });
+    profiles.set(count, profile);
+  }
+  return { dir, runtime, floor, envs, profiles };
+}
+
+/** Runs one variant once; returns its wall time in ms. */
+function timeOnce(variant: Variant, cwd: string): number {
+  variant.prepare?.();
+  const [command, ...args] = variant.argv;
+  const start = performance.now();
+  const output = new Deno.Command(command, {
+    args,
+    cwd,
+    env: variant.env,
+    clearEnv: true,
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).outputSync();
+  const elapsed = performance.now() - start;
+  if (!output.success) {
+    const stderr = new TextDecoder().decode(output.stderr).trim();
+    throw new Error(
+      `${variant.name} exited ${output.code}: ${stderr.split("\n")[0]}`,
+    );
+  }
+  return elapsed;
+}
+
+/** The value at quantile `q` (nearest rank) of sorted `values`. */
+export function quantile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  const rank = Math.ceil(q * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1];
+}
+
+/** Median and p90 of a set of times. */
+export interface Summary {
+  /** The median, in ms. */
+  median: number;
+  /** The 90th percentile (nearest rank), in ms. */
+  p90: number;
+  /** How many runs. */
+  runs: number;
+}
+
+/** Summarizes a set of times. */
+export function summarize(times: readonly number[]): Summary {
+  const sorted = [...times].sort((a, b) => a - b);
+  const mid = sorted.length / 2;
+  const median = sorted.length % 2 === 1
+    ? sorted[Math.floor(mid)]
+    : (sorted[mid - 1] + sorted[mid]) / 2;
+  return { median, p90: quantile(sorted, 0.9), runs: sorted.length };
+}
+
+function variants(options: BenchOptions, sandbox: Sandbox): Variant[] {
+  const deno = Deno.execPath();
+  const main = join(options.root, "main.ts");
+  const result: Variant[] = [];
+  const floorEnv = sandbox.envs.get(0)!;
+  result.push({
+    name: "floor",
+    argv: [deno, "run", "--allow-all", sandbox.floor, "/bin/true"],
+    env: floorEnv,
+  });
+  for (const count of SERVICE_COUNTS) {
+    const env = sandbox.envs.get(count)!;
+    const profile = sandbox.profiles.get(count)!;
+    result.push({
+      name: `sherlock ${count} warm`,
+      argv: [deno, "run", "--allow-all", main, "run", "trivial"],
+      env,
+    });
+    let edits = 0;
+    result.push({
+      name: `sherlock ${count} cold`,
+      argv: [deno, "run", "--allow-all", main, "run", "trivial"],
+      env,
+      // A new comment changes the profile's bytes: its cache entry misses.
+      prepare: () =>
+        Deno.writeTextFileSync(
+          profile,
+          `${TRIVIAL_PROFILE}# edit ${++edits}\n`,
+        ),
+    });
+  }
+  if (options.bin) {
+    result.push({
+      name: "compiled floor",
+      argv: options.floorBin
+        ? [options.floorBin, "/bin/true"]
+        : [deno, "run", "--allow-all", sandbox.floor, "/bin/true"],
+      env: floorEnv,
+    });
+    for (const count of SERVICE_COUNTS) {
+      result.push({
+        name: `compiled ${count} warm`,
+        argv: [options.bin, "run", "trivial"],
+        env: sandbox.envs.get(count)!,
+      });
+    }
+  }
+  return result;
+}
+
+/** Everything measured, by variant name. */
+export type Measurements = Map<string, number[]>;
+
+/** Runs the rounds; `onRound` is told the progress. */
+function measure(
+  options: BenchOptions,
+  list: readonly Variant[],
+  onRound: (round: number, total: number) => void,
+): Measurements {
+  const times: Measurements = new Map(list.map((v) => [v.name, []]));
+  const total = options.warmup + options.runs;
+  for (let round = 0; round < total; round++) {
+    onRound(round, total);
+    for (let offset = 0; offset < list.length; offset++) {
+      const variant = list[(round + offset) % list.length];
+      const elapsed = timeOnce(variant, options.root);
+      if (round >= options.warmup) times.get(variant.name)!.push(elapsed);
+    }
+  }
+  return times;
+}
+
+function ms(value: number): string {
+  return value.toFixed(1);
+}
+
+function ratio(value: number, floor: number): string {
+  return `${(value / floor).toFixed(2)} (+${
+    Math.round((value / floor - 1) * 100)
+  }%)`;
+}
+
+/** The Markdown report of a benchmark. */
+export function report(
+  times: Measurements,
+  options: { runs: number; compiled: boolean },
+): string {
+  const get = (name: string) => summarize(times.get(name) ?? []);
+  const floor = get("floor");
+  const lines = [
+    `Wall time in ms over ${options.runs} interleaved runs per row.`,
+    "",
+    "| case | median | p90 | median / floor |",
+    "| --- | ---: | ---: | ---: |",
+    `| floor (deno run, spawn /bin/true) | ${ms(floor.median)} | ${
+      ms(floor.p90)
+    } | 1.00 |`,
+  ];
+  for (const count of SERVICE_COUNTS) {
+    const warm = get(`sherlock ${count} warm`);
+    lines.push(
+      `| sherlock run, ${count} services, warm cache | ${ms(warm.median)} | ${
+        ms(warm.p90)
+      } | ${ratio(warm.median, floor.median)} |`,
+    );
+  }
+  lines.push(
+    "",
+    "Cold validation cache (the profile changed since the last run, so it is",
+    "revalidated and zod is imported) against warm:",
+    "",
+    "| services | warm median | cold median | cold p90 | cold − warm |",
+    "| --- | ---: | ---: | ---: | ---: |",
+  );
+  for (const count of SERVICE_COUNTS) {
+    const warm = get(`sherlock ${count} warm`);
+    const cold = get(`sherlock ${count} cold`);
+    lines.push(
+      `| ${count} | ${ms(warm.median)} | ${ms(cold.median)} | ${
+        ms(cold.p90)
+      } | +${ms(cold.median - warm.median)} |`,
+    );
+  }
+  if (options.compiled) {
+    const compiledFloor = get("compiled floor");
+    lines.push(
+      "",
+      "Compiled binary:",
+      "",
+      "| case | median | p90 | median / compiled floor |",
+      "| --- | ---: | ---: | ---: |",
+      `| floor | ${ms(compiledFloor.median)} | ${
+        ms(compiledFloor.p90)
+      } | 1.00 |`,
+    );
+    for (const count of SERVICE_COUNTS) {
+      const warm = get(`compiled ${count} warm`);
+      lines.push(
+        `| compiled sherlock, ${count} services, warm | ${ms(warm.median)} | ${
+          ms(warm.p90)
+        } | ${ratio(warm.median, compiledFloor.median)} |`,
+      );
+    }
+  }
+  return lines.join("\n");
+}
+
+/** The machine, for the report's header. */
+function machine(): string {
+  let model = cpus()[0]?.model ?? "unknown CPU";
+  try {
+    const cpuinfo = Deno.readTextFileSync("/proc/cpuinfo");
+    model = /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1] ?? model;
+  } catch {
+    // Not Linux: node:os's model will do.
+  }
+  return `${navigator.hardwareConcurrency} CPUs (${model}), ${Deno.build.target}, Deno ${Deno.version.deno}`;
+}
+
+async function main(args: readonly string[]): Promise<number> {
+  if (args.includes("--help") || args.includes("-h")) {
+    console.log(USAGE);
+    return 0;
+  }
+  let options: BenchOptions;
+  try {
+    options = parseBenchArgs(args);
+  } catch (error) {
+    console.error(`bench: ${(error as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const sandbox = makeSandbox();
+  try {
+    const list = variants(options, sandbox);
+    const encoder = new TextEncoder();
+    const progress = Deno.stderr.isTerminal();
+    const times = measure(options, list, (round, total) => {
+      if (!progress) return;
+      Deno.stderr.writeSync(
+        encoder.encode(`\rbench: round ${round + 1}/${total}`),
+      );
+    });
+    if (progress) Deno.stderr.writeSync(encoder.encode("\n"));
+    console.log(`${new Date().toISOString().slice(0, 10)}, ${machine()}\n`);
+    console.log(report(times, { runs: options.runs, compiled: !!options.bin }));
+    return 0;
+  } catch (error) {
+    console.error(`\nbench: ${(error as Error).message}`);
+    return 1;
+  } finally {
+    await Deno.remove(sandbox.dir, { recursive: true });
+    if (sandbox.runtime !== sandbox.dir) {
+      await Deno.remove(sandbox.runtime, { recursive: true });
+    }
+  }
+}
+
+if (import.meta.main) {
+  Deno.exit(await main(Deno.args));
+}

@@ -127,6 +127,35 @@ export function parseTomlText(
 }
 
 /**
+ * Reads an operator's file: undefined when nothing is at `path`. Anything
+ * there that cannot be read (a dangling symlink, a folder, no permission)
+ * is an {@linkcode InvalidFileError}, so that it is reported and skipped
+ * like a malformed file, never mistaken for a missing one.
+ */
+export function readOperatorFile(path: string): string | undefined {
+  try {
+    return Deno.readTextFileSync(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound && !entryExists(path)) {
+      return undefined;
+    }
+    throw new InvalidFileError({
+      path,
+      reason: `cannot read it: ${describeFsError(error)}`,
+    });
+  }
+}
+
+function entryExists(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * The `*.toml` files of a folder (hidden files skipped); none if missing.
  * Throws {@linkcode ConfigError} when it cannot be read (e.g. it is a file).
  */

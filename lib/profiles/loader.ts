@@ -15,12 +15,12 @@ import {
   InvalidFileError,
   listTomlFiles,
   parseTomlText,
+  readOperatorFile,
   readTomlFile,
   type Validator,
 } from "../config_files.ts";
 import { UsageError } from "../errors.ts";
 import type { SherlockPaths } from "../paths.ts";
-import { describeFsError } from "../private_files.ts";
 import type { ValidationCache } from "../validation_cache.ts";
 import { BUILTIN_PROFILES, builtinPath } from "./builtin.ts";
 import type { Profile } from "./schema.ts";
@@ -75,17 +75,7 @@ export async function loadProfile(
 ): Promise<LoadedProfile> {
   if (!isFileBasename(name)) throw noSuchProfile(name);
   const overridePath = join(sources.paths.agentsDir, `${name}.toml`);
-  let text: string | undefined;
-  try {
-    text = Deno.readTextFileSync(overridePath);
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) {
-      throw new InvalidFileError({
-        path: overridePath,
-        reason: `cannot read it: ${describeFsError(error)}`,
-      });
-    }
-  }
+  const text = readOperatorFile(overridePath);
   if (text !== undefined) {
     return {
       profile: await readTomlFile({

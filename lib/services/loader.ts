@@ -10,12 +10,12 @@ import {
   type FileProblem,
   InvalidFileError,
   listTomlFiles,
+  readOperatorFile,
   readTomlFile,
   type Validator,
 } from "../config_files.ts";
 import { join } from "../file_paths.ts";
 import type { SherlockPaths } from "../paths.ts";
-import { readTextIfPresent } from "../private_files.ts";
 import type { ValidationCache } from "../validation_cache.ts";
 import type { Service } from "./schema.ts";
 
@@ -38,11 +38,13 @@ export async function loadServices(sources: {
   const problems: FileProblem[] = [];
   for (const file of listTomlFiles(sources.paths.servicesDir)) {
     try {
+      const text = readOperatorFile(file.path);
+      if (text === undefined) continue; // Removed since it was listed.
       services.push(
         await readTomlFile({
           kind: "service",
           path: file.path,
-          text: Deno.readTextFileSync(file.path),
+          text,
           loadValidator: () => loadServiceValidator(file.name),
           cache: sources.cache,
         }),
@@ -65,7 +67,7 @@ export async function loadService(
   sources: { paths: SherlockPaths; cache: ValidationCache },
 ): Promise<Service | undefined> {
   const path = join(sources.paths.servicesDir, `${name}.toml`);
-  const text = readTextIfPresent(path);
+  const text = readOperatorFile(path);
   if (text === undefined) return undefined;
   return await readTomlFile({
     kind: "service",

@@ -319,3 +319,48 @@ Deno.test("a name that is a path never reads a file outside agents.d", async () 
   ]);
   assert.equal(agent.hasStarted, false);
 });
+
+Deno.test("a dangling symlink in agents.d or services.d is reported and skipped", async () => {
+  await using home = await createTestHome();
+  addFakeAgent(home, { name: "fake" });
+  const profile = join(home.agentsDir, "gone.toml");
+  Deno.symlinkSync(join(home.root, "nowhere.toml"), profile);
+  Deno.mkdirSync(home.servicesDir, { recursive: true });
+  const service = join(home.servicesDir, "gone.toml");
+  Deno.symlinkSync(join(home.root, "nowhere.toml"), service);
+  home.writeService("good", stdioServiceToml("good", { command: "/opt/good" }));
+
+  const listed = await runSherlock(["agents"], { env: home.env });
+  assert.equal(listed.code, 78);
+  assert.deepEqual(
+    rows(listed.stdout).map((row) => row[0]),
+    ["NAME", "claude", "copilot", "fake"],
+  );
+  assert.deepEqual(lines(listed.stderr), [
+    `sherlock: skipped malformed profile ${profile}: cannot read it: no such file or folder`,
+  ]);
+
+  using notRun = new AgentRun(home.scratch);
+  const gone = await runSherlock(["gone"], {
+    env: { ...home.env, ...notRun.env },
+  });
+  assert.equal(gone.code, 78);
+  assert.deepEqual(lines(gone.stderr), [
+    `sherlock: ${profile}: cannot read it: no such file or folder`,
+  ]);
+
+  using agent = new AgentRun(home.scratch, {
+    config: "env:SHERLOCK_MCP_CONFIG",
+  });
+  const run = await runSherlock(["fake"], {
+    env: { ...home.env, ...agent.env },
+  });
+  assert.equal(run.code, 0);
+  assert.deepEqual(lines(run.stderr), [
+    `sherlock: skipping service: ${service}: cannot read it: no such file or folder`,
+  ]);
+  assert.deepEqual(
+    Object.keys(JSON.parse(agent.record().config!.text!).mcpServers),
+    ["good"],
+  );
+});

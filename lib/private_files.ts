@@ -23,9 +23,12 @@ export function ensurePrivateDir(path: string): void {
   try {
     Deno.mkdirSync(path, { recursive: true, mode: 0o700 });
   } catch (error) {
-    throw new CantCreateError(
-      `cannot create folder ${path}: ${describeFsError(error)}`,
-    );
+    // Something that is not a folder is in the way: said below.
+    if (!(error instanceof Deno.errors.AlreadyExists)) {
+      throw new CantCreateError(
+        `cannot create folder ${path}: ${describeFsError(error)}`,
+      );
+    }
   }
   const info = Deno.lstatSync(path);
   if (info.isSymlink || !info.isDirectory) {

@@ -122,7 +122,9 @@ export function readSessionRecords(stateDir: string): SessionRecord[] {
     entries = [...Deno.readDirSync(folder)];
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return records;
-    throw error;
+    throw new CantCreateError(
+      `cannot read folder ${folder}: ${describeFsError(error)}`,
+    );
   }
   for (const entry of entries) {
     if (!entry.isFile || !entry.name.endsWith(".json")) continue;

@@ -216,3 +216,35 @@ Deno.test("without XDG_RUNTIME_DIR: a symlink planted as the folder is refused (
   assert.deepEqual(listNames(target), []);
   assert.deepEqual(home.sessionRecords(), []);
 });
+
+Deno.test("a file where sherlock's runtime or state folder should be: exit 73, one line", async () => {
+  await using home = await createTestHome();
+  addFakeAgent(home, { name: "fake" });
+
+  Deno.writeTextFileSync(home.runtimeDir, "in the way");
+  using first = new AgentRun(home.scratch);
+  const runtime = await runSherlock(["fake"], {
+    env: { ...home.env, ...first.env },
+  });
+  assert.equal(runtime.code, 73);
+  assert.deepEqual(lines(runtime.stderr), [
+    `sherlock: ${home.runtimeDir} is not a plain folder (a symlink or a file); remove it and try again`,
+  ]);
+  assert.equal(first.hasStarted, false);
+  assert.deepEqual(home.sessionRecords(), []);
+  Deno.removeSync(home.runtimeDir);
+
+  const state = join(home.stateHome, "sherlock");
+  Deno.writeTextFileSync(state, "in the way");
+  using second = new AgentRun(home.scratch);
+  const result = await runSherlock(["fake"], {
+    env: { ...home.env, ...second.env },
+  });
+  assert.equal(result.code, 73);
+  assert.deepEqual(lines(result.stderr), [
+    `sherlock: cannot read folder ${state}/sessions: a part of its path is not a folder`,
+  ]);
+  assert.ok(!result.stderr.includes("internal error"), result.stderr);
+  assert.equal(second.hasStarted, false);
+  assert.deepEqual(home.runtimeFiles(), []);
+});

@@ -204,10 +204,34 @@ function makeSandbox(): Sandbox {
   return { dir, runtime, floor, envs, profiles };
 }
 
-/** Runs one variant once; returns its wall time in ms. */
-function timeOnce(variant: Variant, cwd: string): number {
+/**
+ * The CPU time (user + system) of this process's reaped children so far, in
+ * ms, from /proc/self/stat (Linux; USER_HZ is 100), else undefined. Less
+ * sensitive than wall time to the other load of a shared machine.
+ */
+function childrenCpuMs(): number | undefined {
+  try {
+    const stat = Deno.readTextFileSync("/proc/self/stat");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[13]) + Number(fields[14])) * 10;
+  } catch {
+    return undefined;
+  }
+}
+
+/** One run's wall time and, where known, CPU time, in ms. */
+interface Sample {
+  /** Wall time. */
+  wall: number;
+  /** CPU time (user + system) of the child, or undefined. */
+  cpu?: number;
+}
+
+/** Runs one variant once. */
+function timeOnce(variant: Variant, cwd: string): Sample {
   variant.prepare?.();
   const [command, ...args] = variant.argv;
+  const cpuBefore = childrenCpuMs();
   const start = performance.now();
   const output = new Deno.Command(command, {
     args,
@@ -218,14 +242,18 @@ function timeOnce(variant: Variant, cwd: string): number {
     stdout: "null",
     stderr: "piped",
   }).outputSync();
-  const elapsed = performance.now() - start;
+  const wall = performance.now() - start;
+  const cpuAfter = childrenCpuMs();
   if (!output.success) {
     const stderr = new TextDecoder().decode(output.stderr).trim();
     throw new Error(
       `${variant.name} exited ${output.code}: ${stderr.split("\n")[0]}`,
     );
   }
-  return elapsed;
+  const cpu = cpuBefore === undefined || cpuAfter === undefined
+    ? undefined
+    : cpuAfter - cpuBefore;
+  return { wall, cpu };
 }
 
 /** The value at quantile `q` (nearest rank) of sorted `values`. */
@@ -306,7 +334,7 @@ function variants(options: BenchOptions, sandbox: Sandbox): Variant[] {
 }
 
 /** Everything measured, by variant name. */
-export type Measurements = Map<string, number[]>;
+export type Measurements = Map<string, Sample[]>;
 
 /** Runs the rounds; `onRound` is told the progress. */
 function measure(
@@ -320,8 +348,8 @@ function measure(
     onRound(round, total);
     for (let offset = 0; offset < list.length; offset++) {
       const variant = list[(round + offset) % list.length];
-      const elapsed = timeOnce(variant, options.root);
-      if (round >= options.warmup) times.get(variant.name)!.push(elapsed);
+      const sample = timeOnce(variant, options.root);
+      if (round >= options.warmup) times.get(variant.name)!.push(sample);
     }
   }
   return times;
@@ -342,23 +370,49 @@ export function report(
   times: Measurements,
   options: { runs: number; compiled: boolean },
 ): string {
-  const get = (name: string) => summarize(times.get(name) ?? []);
-  const floor = get("floor");
+  const wall = (name: string) =>
+    summarize((times.get(name) ?? []).map((sample) => sample.wall));
+  const cpu = (name: string): number | undefined => {
+    const samples = times.get(name) ?? [];
+    if (samples.length === 0) return undefined;
+    let total = 0;
+    for (const sample of samples) {
+      if (sample.cpu === undefined) return undefined;
+      total += sample.cpu;
+    }
+    return total / samples.length;
+  };
+  const row = (label: string, name: string, floorName: string): string => {
+    const own = wall(name);
+    const floor = wall(floorName);
+    const ownCpu = cpu(name);
+    const floorCpu = cpu(floorName);
+    return `| ${label} | ${ms(own.median)} | ${ms(own.p90)} | ${
+      ratio(own.median, floor.median)
+    } | ${ownCpu === undefined ? "n/a" : ms(ownCpu)} | ${
+      ownCpu === undefined || floorCpu === undefined
+        ? "n/a"
+        : ratio(ownCpu, floorCpu)
+    } |`;
+  };
+  const header = [
+    "| case | wall median | wall p90 | median / floor | CPU mean | CPU / floor |",
+    "| --- | ---: | ---: | ---: | ---: | ---: |",
+  ];
   const lines = [
-    `Wall time in ms over ${options.runs} interleaved runs per row.`,
+    `Times in ms over ${options.runs} interleaved runs per row; CPU is the`,
+    "child's user + system time (Linux, 10 ms ticks, so a mean).",
     "",
-    "| case | median | p90 | median / floor |",
-    "| --- | ---: | ---: | ---: |",
-    `| floor (deno run, spawn /bin/true) | ${ms(floor.median)} | ${
-      ms(floor.p90)
-    } | 1.00 |`,
+    ...header,
+    row("floor (deno run, spawn /bin/true)", "floor", "floor"),
   ];
   for (const count of SERVICE_COUNTS) {
-    const warm = get(`sherlock ${count} warm`);
     lines.push(
-      `| sherlock run, ${count} services, warm cache | ${ms(warm.median)} | ${
-        ms(warm.p90)
-      } | ${ratio(warm.median, floor.median)} |`,
+      row(
+        `sherlock run, ${count} services, warm cache`,
+        `sherlock ${count} warm`,
+        "floor",
+      ),
     );
   }
   lines.push(
@@ -370,8 +424,8 @@ export function report(
     "| --- | ---: | ---: | ---: | ---: |",
   );
   for (const count of SERVICE_COUNTS) {
-    const warm = get(`sherlock ${count} warm`);
-    const cold = get(`sherlock ${count} cold`);
+    const warm = wall(`sherlock ${count} warm`);
+    const cold = wall(`sherlock ${count} cold`);
     lines.push(
       `| ${count} | ${ms(warm.median)} | ${ms(cold.median)} | ${
         ms(cold.p90)
@@ -379,23 +433,15 @@ export function report(
     );
   }
   if (options.compiled) {
-    const compiledFloor = get("compiled floor");
-    lines.push(
-      "",
-      "Compiled binary:",
-      "",
-      "| case | median | p90 | median / compiled floor |",
-      "| --- | ---: | ---: | ---: |",
-      `| floor | ${ms(compiledFloor.median)} | ${
-        ms(compiledFloor.p90)
-      } | 1.00 |`,
-    );
+    lines.push("", "Compiled binary:", "", ...header);
+    lines.push(row("floor", "compiled floor", "compiled floor"));
     for (const count of SERVICE_COUNTS) {
-      const warm = get(`compiled ${count} warm`);
       lines.push(
-        `| compiled sherlock, ${count} services, warm | ${ms(warm.median)} | ${
-          ms(warm.p90)
-        } | ${ratio(warm.median, compiledFloor.median)} |`,
+        row(
+          `compiled sherlock, ${count} services, warm`,
+          `compiled ${count} warm`,
+          "compiled floor",
+        ),
       );
     }
   }

@@ -7,9 +7,15 @@
 
 import { stringify } from "smol-toml";
 import { formatProblem } from "../config_files.ts";
-import { ExitCode, UsageError } from "../errors.ts";
+import { ConfigError, ExitCode, UsageError } from "../errors.ts";
+import type { ExpandContext } from "../expand.ts";
 import { findExecutable } from "../launch/executable.ts";
-import { loadAllProfiles, loadProfile } from "../profiles/loader.ts";
+import { buildEnv } from "../launch/plan.ts";
+import {
+  loadAllProfiles,
+  type LoadedProfile,
+  loadProfile,
+} from "../profiles/loader.ts";
 import { ValidationCache } from "../validation_cache.ts";
 import { commandContext } from "./context.ts";
 import { columns, printLine, printWarning } from "./output.ts";
@@ -43,14 +49,17 @@ export async function agentsCommand(args: readonly string[]): Promise<number> {
       `unexpected argument ${args[0]}; see sherlock agents --help`,
     );
   }
-  const { env, paths } = commandContext();
+  const { env, uid, paths } = commandContext();
   const cache = new ValidationCache(paths.cacheDir);
   const listing = await loadAllProfiles({ paths, cache });
   cache.save();
   const rows = [["NAME", "SOURCE", "EXECUTABLE"]];
   for (const loaded of listing.profiles) {
     const name = loaded.profile.agent.name;
-    const lookup = findExecutable(loaded.profile.agent.executable, env.PATH);
+    const lookup = findExecutable(
+      loaded.profile.agent.executable,
+      agentSearchPath(loaded, { env, uid }),
+    );
     let source = loaded.source === "built-in" ? "built-in" : loaded.path;
     if (loaded.shadowsBuiltin) source += " (overrides the built-in)";
     if (isCommandName(name)) source += ` (no alias: use sherlock run ${name})`;
@@ -69,6 +78,23 @@ export async function agentsCommand(args: readonly string[]): Promise<number> {
     printWarning(`skipped malformed profile ${formatProblem(problem)}`);
   }
   return listing.problems.length > 0 ? ExitCode.Config : 0;
+}
+
+/**
+ * The PATH the agent is looked up on when it runs: the operator's, or the
+ * profile's `[env] PATH` when it sets one. A profile whose `[env]` cannot
+ * be expanded here is looked up on the operator's (running it says why).
+ */
+function agentSearchPath(
+  loaded: LoadedProfile,
+  context: ExpandContext,
+): string | undefined {
+  try {
+    return buildEnv(loaded, "", context).env.PATH;
+  } catch (error) {
+    if (error instanceof ConfigError) return context.env.PATH;
+    throw error;
+  }
 }
 
 async function showProfile(name: string): Promise<number> {

@@ -364,3 +364,28 @@ Deno.test("a dangling symlink in agents.d or services.d is reported and skipped"
     ["good"],
   );
 });
+
+Deno.test("agents looks the executable up on the PATH the agent will get", async () => {
+  await using home = await createTestHome();
+  const opt = join(home.root, "opt", "agent", "bin");
+  Deno.mkdirSync(opt, { recursive: true });
+  const path = installFakeAgent(join(opt, "optagent"));
+  addFakeAgent(home, {
+    name: "optagent",
+    executable: "optagent",
+    env: { PATH: `${opt}:\${PATH}` },
+  });
+  Deno.removeSync(join(home.bin, "optagent")); // only in opt/agent/bin
+  const listed = await runSherlock(["agents"], { env: home.env });
+  assert.equal(listed.code, 0, listed.stderr);
+  assert.deepEqual(
+    rows(listed.stdout).find((row) => row[0] === "optagent"),
+    ["optagent", join(home.agentsDir, "optagent.toml"), path],
+  );
+  using agent = new AgentRun(home.scratch);
+  const run = await runSherlock(["optagent"], {
+    env: { ...home.env, ...agent.env },
+  });
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(agent.record().argv0, path);
+});

@@ -162,16 +162,19 @@ async function readRequest(
 ): Promise<Request> {
   const reader = new ByteReader(connection);
   const headEnd = await reader.fillUntil((bytes) => {
-    // Refuse a line that is not HTTP as soon as it ends.
+    // Refuse a first line that cannot be HTTP as soon as that shows: a
+    // byte no request line has (binary, a TLS hello), or its end.
     const lineEnd = bytes.indexOf(10);
+    const line = bytes.subarray(0, lineEnd === -1 ? bytes.length : lineEnd);
     if (
-      lineEnd !== -1 &&
-      !REQUEST_LINE.test(decodeLatin1(bytes.subarray(0, lineEnd + 1)))
+      line.some((byte) => byte < 32 && byte !== 13 || byte > 126) ||
+      (lineEnd !== -1 &&
+        !REQUEST_LINE.test(decodeLatin1(bytes.subarray(0, lineEnd + 1))))
     ) {
       throw malformedRequestLine();
     }
     const end = indexOfHeadEnd(bytes);
-    if (end === -1 && bytes.length > MAX_HEAD_BYTES) {
+    if (end === -1 ? bytes.length > MAX_HEAD_BYTES : end > MAX_HEAD_BYTES) {
       throw new ProtocolError(
         431,
         "bad_request",

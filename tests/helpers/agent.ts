@@ -19,6 +19,7 @@ import { fileURLToPath } from "node:url";
 import type { AgentRecord } from "./fake_agent.ts";
 import type { TestHome } from "./home.ts";
 import { type ProfileSpec, profileToml } from "./profiles.ts";
+import { type RunningSherlock, startSherlock } from "./sherlock.ts";
 import { waitUntil } from "./wait.ts";
 
 export type { AgentRecord, ConfigSeen } from "./fake_agent.ts";
@@ -157,4 +158,50 @@ export class AgentRun {
       // The folder is already gone.
     }
   }
+}
+
+/** A sherlock session whose fake agent runs until it is released. */
+export interface WaitingSession {
+  /** The agent's run: release it, read its record. */
+  agent: AgentRun;
+  /** The sherlock process. */
+  sherlock: RunningSherlock;
+  /** The agent's first record: its argv, env and rendered config. */
+  started: AgentRecord;
+  /** Releases the agent and waits until sherlock's output is complete. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/**
+ * Starts `sherlock <args…>` in `home` with a fake agent that waits, and
+ * returns once the agent runs. `detached` starts sherlock as its own
+ * process group (see `startSherlock`).
+ */
+export async function startWaitingSession(
+  home: TestHome,
+  args: readonly string[],
+  options: Omit<AgentRunOptions, "wait"> & { detached?: boolean } = {},
+): Promise<WaitingSession> {
+  const agent = new AgentRun(home.scratch, { ...options, wait: true });
+  const sherlock = startSherlock(args, {
+    env: { ...home.env, ...agent.env },
+    detached: options.detached,
+  });
+  const started = await Promise.race([
+    agent.started(),
+    sherlock.exited.then((status) => {
+      throw new Error(
+        `sherlock exited (${JSON.stringify(status)}) before the agent started`,
+      );
+    }),
+  ]);
+  return {
+    agent,
+    sherlock,
+    started,
+    async [Symbol.asyncDispose]() {
+      agent[Symbol.dispose]();
+      await sherlock.result.catch(() => {});
+    },
+  };
 }

@@ -7,10 +7,15 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { addFakeAgent, AgentRun, installFakeAgent } from "../helpers/agent.ts";
+import {
+  addFakeAgent,
+  AgentRun,
+  installFakeAgent,
+  startWaitingSession,
+} from "../helpers/agent.ts";
 import { createTestHome, type TestHome } from "../helpers/home.ts";
 import { profileToml } from "../helpers/profiles.ts";
-import { lines, runSherlock, startSherlock } from "../helpers/sherlock.ts";
+import { lines, runSherlock } from "../helpers/sherlock.ts";
 
 function assertCleanedUp(home: TestHome): void {
   assert.deepEqual(home.runtimeFiles(), [], "rendered files left behind");
@@ -115,31 +120,14 @@ Deno.test("an executable whose interpreter is missing: 127, one line, nothing le
   assertCleanedUp(home);
 });
 
-/** Starts `sherlock fake` with an agent that waits; returns both. */
-async function startWaiting(
-  home: TestHome,
-  options: { survive?: Deno.Signal[]; exit?: number; detached?: boolean } = {},
-) {
-  const agent = new AgentRun(home.scratch, {
-    wait: true,
-    survive: options.survive,
-    exit: options.exit,
-    config: "env:SHERLOCK_MCP_CONFIG",
-  });
-  const sherlock = startSherlock(["fake"], {
-    env: { ...home.env, ...agent.env },
-    detached: options.detached,
-  });
-  const started = await agent.started();
-  return { agent, sherlock, started };
-}
-
 for (const [signal, code] of [["SIGTERM", 143], ["SIGHUP", 129]] as const) {
   Deno.test(`${signal} sent to sherlock is forwarded to the agent; exit ${code}, cleaned up`, async () => {
     await using home = await createTestHome();
     addFakeAgent(home, { name: "fake" });
-    const { agent, sherlock, started } = await startWaiting(home);
-    using _ = agent;
+    await using session = await startWaitingSession(home, ["fake"], {
+      config: "env:SHERLOCK_MCP_CONFIG",
+    });
+    const { agent, sherlock, started } = session;
     // The file is there while the agent runs.
     assert.equal(
       Deno.readTextFileSync(started.config!.path),
@@ -159,12 +147,12 @@ Deno.test("Ctrl-C: the agent gets one SIGINT; sherlock outlives it and cleans up
   await using home = await createTestHome();
   addFakeAgent(home, { name: "fake" });
   // The agent treats Ctrl-C like an interactive CLI: it keeps running.
-  const { agent, sherlock } = await startWaiting(home, {
+  await using session = await startWaitingSession(home, ["fake"], {
     survive: ["SIGINT"],
     exit: 42,
     detached: true,
   });
-  using _ = agent;
+  const { agent, sherlock } = session;
   // A terminal sends SIGINT to the whole foreground process group.
   sherlock.killGroup("SIGINT");
   await agent.signalled(1);
@@ -182,8 +170,10 @@ Deno.test("Ctrl-C: the agent gets one SIGINT; sherlock outlives it and cleans up
 Deno.test("Ctrl-C that ends the agent: exit 130, cleaned up", async () => {
   await using home = await createTestHome();
   addFakeAgent(home, { name: "fake" });
-  const { agent, sherlock } = await startWaiting(home, { detached: true });
-  using _ = agent;
+  await using session = await startWaitingSession(home, ["fake"], {
+    detached: true,
+  });
+  const { agent, sherlock } = session;
   sherlock.killGroup("SIGINT");
   const result = await sherlock.result;
   assert.equal(result.signal, null);

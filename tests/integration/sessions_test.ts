@@ -6,39 +6,50 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { addFakeAgent, AgentRun } from "../helpers/agent.ts";
-import { createTestHome, listNames } from "../helpers/home.ts";
-import { lines, runSherlock, startSherlock } from "../helpers/sherlock.ts";
+import {
+  addFakeAgent,
+  AgentRun,
+  startWaitingSession,
+  type WaitingSession,
+} from "../helpers/agent.ts";
+import { createTestHome, listNames, type TestHome } from "../helpers/home.ts";
+import { lines, runSherlock } from "../helpers/sherlock.ts";
 import { exists } from "../helpers/wait.ts";
+
+/**
+ * A session whose sherlock was SIGKILLed while its agent runs: the agent
+ * is orphaned, and nothing could clean up. Disposing releases the agent.
+ */
+async function crashedSession(home: TestHome): Promise<WaitingSession> {
+  const session = await startWaitingSession(home, ["fake"], {
+    config: "env:SHERLOCK_MCP_CONFIG",
+  });
+  session.sherlock.kill("SIGKILL");
+  assert.equal((await session.sherlock.exited).signal, "SIGKILL");
+  return session;
+}
 
 Deno.test("two sessions of one agent: each its own file; neither removes the other's", async () => {
   await using home = await createTestHome();
   addFakeAgent(home, { name: "fake" });
-  using first = new AgentRun(home.scratch, {
-    wait: true,
-    config: "env:SHERLOCK_MCP_CONFIG",
-  });
-  using second = new AgentRun(home.scratch, {
-    wait: true,
-    config: "env:SHERLOCK_MCP_CONFIG",
-  });
-  const one = startSherlock(["fake"], { env: { ...home.env, ...first.env } });
-  const two = startSherlock(["fake"], { env: { ...home.env, ...second.env } });
-  const [a, b] = [await first.started(), await second.started()];
-  assert.notEqual(a.config!.path, b.config!.path);
-  assert.equal(a.config!.mode, 0o600);
-  assert.equal(b.config!.mode, 0o600);
+  const config = "env:SHERLOCK_MCP_CONFIG";
+  await using one = await startWaitingSession(home, ["fake"], { config });
+  await using two = await startWaitingSession(home, ["fake"], { config });
+  const [a, b] = [one.started.config!, two.started.config!];
+  assert.notEqual(a.path, b.path);
+  assert.equal(a.mode, 0o600);
+  assert.equal(b.mode, 0o600);
   assert.equal(home.sessionRecords().length, 2);
 
-  first.release();
-  assert.equal((await one.result).code, 0);
-  assert.equal(exists(a.config!.path), false);
+  one.agent.release();
+  assert.equal((await one.sherlock.result).code, 0);
+  assert.equal(exists(a.path), false);
   // The second session's file is still there, unchanged.
-  assert.equal(Deno.readTextFileSync(b.config!.path), b.config!.text);
+  assert.equal(Deno.readTextFileSync(b.path), b.text);
   assert.equal(home.sessionRecords().length, 1);
 
-  second.release();
-  assert.equal((await two.result).code, 0);
+  two.agent.release();
+  assert.equal((await two.sherlock.result).code, 0);
   assert.deepEqual(home.runtimeFiles(), []);
   assert.deepEqual(home.sessionRecords(), []);
 });
@@ -46,21 +57,11 @@ Deno.test("two sessions of one agent: each its own file; neither removes the oth
 Deno.test("sherlock SIGKILLed while the agent runs: the file stays; the next run sweeps it", async () => {
   await using home = await createTestHome();
   addFakeAgent(home, { name: "fake" });
-  using orphan = new AgentRun(home.scratch, {
-    wait: true,
-    config: "env:SHERLOCK_MCP_CONFIG",
-  });
-  const killed = startSherlock(["fake"], {
-    env: { ...home.env, ...orphan.env },
-  });
-  const started = await orphan.started();
-  const stale = started.config!.path;
-  const [staleRecord] = home.sessionRecords();
-  killed.kill("SIGKILL");
-  assert.equal((await killed.exited).signal, "SIGKILL");
+  await using crashed = await crashedSession(home);
+  const stale = crashed.started.config!;
   // Nothing could clean up: the file and the record are still there.
-  assert.equal(Deno.readTextFileSync(stale), started.config!.text);
-  assert.deepEqual(home.sessionRecords(), [staleRecord]);
+  assert.equal(Deno.readTextFileSync(stale.path), stale.text);
+  assert.equal(home.sessionRecords().length, 1);
 
   // The next session (of any agent) sweeps them before it starts.
   addFakeAgent(home, { name: "other", executable: "fake" });
@@ -69,34 +70,25 @@ Deno.test("sherlock SIGKILLed while the agent runs: the file stays; the next run
     env: { ...home.env, ...next.env },
   });
   assert.equal(result.code, 0);
-  assert.equal(exists(stale), false);
+  assert.equal(exists(stale.path), false);
   assert.deepEqual(home.sessionRecords(), []);
   assert.deepEqual(home.runtimeFiles(), []);
-
-  orphan.release();
-  await killed.result;
 });
 
 Deno.test("a dry run neither sweeps nor writes anything", async () => {
   await using home = await createTestHome();
   addFakeAgent(home, { name: "fake" });
-  using orphan = new AgentRun(home.scratch, { wait: true });
-  const killed = startSherlock(["fake"], {
-    env: { ...home.env, ...orphan.env },
-  });
-  await orphan.started();
-  killed.kill("SIGKILL");
-  await killed.exited;
+  await using _crashed = await crashedSession(home);
   const files = home.runtimeFiles();
   const records = home.sessionRecords();
+  assert.equal(files.length, 1);
+  assert.equal(records.length, 1);
   const result = await runSherlock(["run", "--dry-run", "fake"], {
     env: home.env,
   });
   assert.equal(result.code, 0);
   assert.deepEqual(home.runtimeFiles(), files);
   assert.deepEqual(home.sessionRecords(), records);
-  orphan.release();
-  await killed.result;
 });
 
 Deno.test("config-file: a foreign file at the path is left byte for byte; exit 73, one line", async () => {
@@ -125,16 +117,10 @@ Deno.test("config-file: a file left by a dead session is swept and replaced", as
   await using home = await createTestHome();
   const path = join(home.home, ".fake", "mcp.json");
   addFakeAgent(home, { name: "fake", mcp: { mode: "config-file", path } });
-  using orphan = new AgentRun(home.scratch, { wait: true });
-  const killed = startSherlock(["fake"], {
-    env: { ...home.env, ...orphan.env },
-  });
-  await orphan.started();
-  killed.kill("SIGKILL");
-  await killed.exited;
-  assert.ok(exists(path));
-  orphan.release();
-  await killed.result;
+  {
+    await using _crashed = await crashedSession(home);
+    assert.ok(exists(path));
+  }
 
   using agent = new AgentRun(home.scratch, { config: `path:${path}` });
   const result = await runSherlock(["fake"], {
@@ -151,11 +137,7 @@ Deno.test("config-file: a second live session gets exit 73 naming the first", as
   await using home = await createTestHome();
   const path = join(home.home, ".fake", "mcp.json");
   addFakeAgent(home, { name: "fake", mcp: { mode: "config-file", path } });
-  using first = new AgentRun(home.scratch, { wait: true });
-  const running = startSherlock(["fake"], {
-    env: { ...home.env, ...first.env },
-  });
-  await first.started();
+  await using first = await startWaitingSession(home, ["fake"]);
   const [record] = home.sessionRecords();
   const session = record.replace(/\.json$/, "");
   const text = Deno.readTextFileSync(path);
@@ -166,15 +148,15 @@ Deno.test("config-file: a second live session gets exit 73 naming the first", as
   });
   assert.equal(result.code, 73);
   assert.deepEqual(lines(result.stderr), [
-    `sherlock: ${path} is in use by sherlock session ${session} (fake, pid ${running.pid}); wait for it to end`,
+    `sherlock: ${path} is in use by sherlock session ${session} (fake, pid ${first.sherlock.pid}); wait for it to end`,
   ]);
   assert.equal(second.hasStarted, false);
   // The first session's file and record are untouched.
   assert.equal(Deno.readTextFileSync(path), text);
   assert.deepEqual(home.sessionRecords(), [record]);
 
-  first.release();
-  assert.equal((await running.result).code, 0);
+  first.agent.release();
+  assert.equal((await first.sherlock.result).code, 0);
   assert.equal(exists(path), false);
   assert.deepEqual(home.sessionRecords(), []);
 });

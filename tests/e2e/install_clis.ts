@@ -1,0 +1,170 @@
+/**
+ * Installs the real agent CLIs pinned in `clis.json` from the npm registry
+ * into `.cache/e2e/npm/<key>/`, one npm project per CLI, so that bumping one
+ * version reinstalls only that CLI. A CLI whose folder already holds the
+ * pinned version is left alone without asking the registry, so a second run
+ * is offline and takes milliseconds.
+ *
+ * Run it directly (CI does, from scripts/test.sh):
+ *
+ * ```sh
+ * deno run --allow-all tests/e2e/install_clis.ts          # every CLI
+ * deno run --allow-all tests/e2e/install_clis.ts codex    # only some
+ * ```
+ *
+ * or call {@linkcode installClis} from a test. Concurrent installers are
+ * safe: each installs into a private folder and renames it into place.
+ *
+ * @module
+ */
+
+import { existsSync } from "node:fs";
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import pins from "./clis.json" with { type: "json" };
+
+/** The names of the pinned CLIs (keys of `clis.json`). */
+export type CliKey = keyof typeof pins.clis;
+
+/** One pinned CLI. */
+export interface CliPin {
+  /** The npm package, e.g. `@openai/codex`. */
+  package: string;
+  /** The exact version. */
+  version: string;
+  /** The executable the package puts in `node_modules/.bin`. */
+  bin: string;
+}
+
+/** Every pinned CLI by key. */
+export const CLI_PINS: Readonly<Record<CliKey, CliPin>> = pins.clis;
+
+/** The repository's root folder. */
+export const REPO_ROOT: string = join(
+  dirname(fileURLToPath(import.meta.url)),
+  "..",
+  "..",
+);
+
+/** `.cache/e2e/`: everything the e2e tests keep between runs. */
+export const E2E_CACHE: string = join(REPO_ROOT, ".cache", "e2e");
+
+/** The npm project folder of one CLI. */
+export function cliFolder(key: CliKey): string {
+  return join(E2E_CACHE, "npm", key);
+}
+
+/** The path of one CLI's executable (it may not be installed yet). */
+export function cliPath(key: CliKey): string {
+  return join(cliFolder(key), "node_modules", ".bin", CLI_PINS[key].bin);
+}
+
+const STAMP = ".sherlock-e2e-installed.json";
+
+/** Whether `key` is installed at its pinned version. */
+export async function isInstalled(key: CliKey): Promise<boolean> {
+  const pin = CLI_PINS[key];
+  try {
+    const stamp = JSON.parse(
+      await readFile(join(cliFolder(key), STAMP), "utf8"),
+    );
+    return stamp.package === pin.package && stamp.version === pin.version &&
+      existsSync(cliPath(key));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Installs the CLIs in `keys` (all by default) that are missing or at
+ * another version, and returns the path of each executable by key. Throws
+ * when npm fails, with npm's output.
+ */
+export async function installClis(
+  keys: readonly CliKey[] = Object.keys(CLI_PINS) as CliKey[],
+  log: (line: string) => void = (line) => console.error(line),
+): Promise<Record<CliKey, string>> {
+  const paths = {} as Record<CliKey, string>;
+  for (const key of keys) {
+    if (!(await isInstalled(key))) await install(key, log);
+    paths[key] = cliPath(key);
+  }
+  return paths;
+}
+
+async function install(key: CliKey, log: (line: string) => void) {
+  const pin = CLI_PINS[key];
+  const target = cliFolder(key);
+  const staging = `${target}.tmp-${Deno.pid}-${Date.now()}`;
+  log(`e2e: installing ${pin.package}@${pin.version} into ${target}`);
+  await mkdir(staging, { recursive: true });
+  try {
+    await writeFile(
+      join(staging, "package.json"),
+      JSON.stringify(
+        {
+          private: true,
+          description: "sherlock e2e: pinned by tests/e2e/clis.json",
+          dependencies: { [pin.package]: pin.version },
+        },
+        null,
+        2,
+      ) + "\n",
+    );
+    const npm = await new Deno.Command("npm", {
+      args: [
+        "install",
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+        "--save-exact",
+      ],
+      cwd: staging,
+      stdin: "null",
+    }).output();
+    if (!npm.success) {
+      const text = new TextDecoder().decode(npm.stderr) +
+        new TextDecoder().decode(npm.stdout);
+      throw new Error(
+        `npm install ${pin.package}@${pin.version} failed:\n${text}`,
+      );
+    }
+    await writeFile(
+      join(staging, STAMP),
+      JSON.stringify({ package: pin.package, version: pin.version }) + "\n",
+    );
+    // Swap the new folder in. Another installer may have won the race, in
+    // which case its folder (same pin) is kept and ours is thrown away.
+    if (!(await isInstalled(key))) {
+      await rm(target, { recursive: true, force: true });
+      try {
+        await rename(staging, target);
+      } catch (error) {
+        if (!(await isInstalled(key))) throw error;
+      }
+    }
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.main) {
+  const wanted = Deno.args.length > 0
+    ? Deno.args as CliKey[]
+    : Object.keys(CLI_PINS) as CliKey[];
+  for (const key of wanted) {
+    if (!(key in CLI_PINS)) {
+      console.error(
+        `install_clis: unknown CLI ${key}; known: ${
+          Object.keys(CLI_PINS).join(", ")
+        }`,
+      );
+      Deno.exit(2);
+    }
+  }
+  const paths = await installClis(wanted);
+  for (const key of wanted) {
+    console.log(`${key}\t${CLI_PINS[key].version}\t${paths[key]}`);
+  }
+}

@@ -19,7 +19,14 @@
  */
 
 import { existsSync } from "node:fs";
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import {
+  mkdir,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  writeFile,
+} from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pins from "./clis.json" with { type: "json" };
@@ -90,7 +97,64 @@ export async function installClis(
     if (!(await isInstalled(key))) await install(key, log);
     paths[key] = cliPath(key);
   }
+  if (keys.includes("copilot")) await prepareCopilotCache(log);
   return paths;
+}
+
+/**
+ * Copilot CLI's package unpacks itself (about 235 MB) on first run into
+ * `$COPILOT_PKG_CACHE_HOME/pkg/<platform>/<version>`. The tests point that
+ * variable here, so that only the first run after a version bump pays.
+ */
+export const COPILOT_PKG_CACHE: string = join(E2E_CACHE, "copilot");
+
+/**
+ * Removes unpacked Copilot packages of other versions than the pinned one,
+ * and unpacks the pinned one (with a throwaway HOME) if it is missing.
+ */
+async function prepareCopilotCache(log: (line: string) => void) {
+  const version = CLI_PINS.copilot.version;
+  const pkg = join(COPILOT_PKG_CACHE, "pkg");
+  let ready = false;
+  for (const platform of await readdirOrEmpty(pkg)) {
+    for (const name of await readdirOrEmpty(join(pkg, platform))) {
+      const path = join(pkg, platform, name);
+      if (name.startsWith(".")) continue; // an unpacking in progress
+      if (name === version) ready = existsSync(join(path, "index.js"));
+      else await rm(path, { recursive: true, force: true });
+    }
+  }
+  if (ready) return;
+  log(`e2e: unpacking copilot ${version} into ${COPILOT_PKG_CACHE}`);
+  const home = await Deno.makeTempDir({ prefix: "sherlock-e2e-copilot-" });
+  try {
+    const result = await new Deno.Command(cliPath("copilot"), {
+      args: ["--version"],
+      env: {
+        HOME: home,
+        PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+        COPILOT_PKG_CACHE_HOME: COPILOT_PKG_CACHE,
+        COPILOT_AUTO_UPDATE: "false",
+      },
+      clearEnv: true,
+      stdin: "null",
+    }).output();
+    if (!result.success) {
+      throw new Error(
+        `copilot --version failed:\n${new TextDecoder().decode(result.stderr)}`,
+      );
+    }
+  } finally {
+    await rm(home, { recursive: true, force: true });
+  }
+}
+
+async function readdirOrEmpty(path: string): Promise<string[]> {
+  try {
+    return await readdir(path);
+  } catch {
+    return [];
+  }
 }
 
 async function install(key: CliKey, log: (line: string) => void) {

@@ -24,7 +24,7 @@ import { VERSION } from "./version.ts";
  * Bump when a schema's output changes shape without a version change, so
  * that entries written by the older schema are not reused.
  */
-const CACHE_REVISION = 1;
+const CACHE_REVISION = 2;
 
 /** Entries beyond this are dropped, oldest first. */
 const MAX_ENTRIES = 256;

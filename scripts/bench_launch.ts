@@ -143,10 +143,10 @@ interface Sandbox {
   runtime: string;
   /** The floor script. */
   floor: string;
-  /** The environment of each case, by service count. */
-  envs: Map<number, Record<string, string>>;
-  /** The trivial profile's file in each case. */
-  profiles: Map<number, string>;
+  /** The environment of each case: `<services>` or `<services>-cold`. */
+  envs: Map<string, Record<string, string>>;
+  /** The trivial profile's file in each case, keyed as `envs`. */
+  profiles: Map<string, string>;
 }
 
 /**
@@ -174,7 +174,6 @@ function makeSandbox(): Sandbox {
   Deno.writeTextFileSync(floor, FLOOR_SCRIPT);
   const shared = {
     HOME: join(dir, "home"),
-    XDG_CACHE_HOME: join(dir, "cache"),
     XDG_STATE_HOME: join(dir, "state"),
     XDG_DATA_HOME: join(dir, "data"),
     XDG_RUNTIME_DIR: join(runtime, "run"),
@@ -184,22 +183,33 @@ function makeSandbox(): Sandbox {
   };
   Deno.mkdirSync(shared.HOME);
   Deno.mkdirSync(shared.XDG_RUNTIME_DIR, { mode: 0o700 });
-  const envs = new Map<number, Record<string, string>>();
-  const profiles = new Map<number, string>();
+  const envs = new Map<string, Record<string, string>>();
+  const profiles = new Map<string, string>();
   for (const count of SERVICE_COUNTS) {
-    const config = join(dir, `config-${count}`);
-    const agents = join(config, "sherlock", "agents.d");
-    const services = join(config, "sherlock", "services.d");
-    Deno.mkdirSync(agents, { recursive: true });
-    Deno.mkdirSync(services, { recursive: true });
-    const profile = join(agents, "trivial.toml");
-    Deno.writeTextFileSync(profile, TRIVIAL_PROFILE);
-    for (let index = 1; index <= count; index++) {
-      const name = `service${String(index).padStart(2, "0")}`;
-      Deno.writeTextFileSync(join(services, `${name}.toml`), serviceFile(name));
+    // Warm and cold runs of a case have their own configuration and cache:
+    // the cold runs' profile edits must never reach a warm run.
+    for (const key of [`${count}`, `${count}-cold`]) {
+      const config = join(dir, `config-${key}`);
+      const agents = join(config, "sherlock", "agents.d");
+      const services = join(config, "sherlock", "services.d");
+      Deno.mkdirSync(agents, { recursive: true });
+      Deno.mkdirSync(services, { recursive: true });
+      const profile = join(agents, "trivial.toml");
+      Deno.writeTextFileSync(profile, TRIVIAL_PROFILE);
+      for (let index = 1; index <= count; index++) {
+        const name = `service${String(index).padStart(2, "0")}`;
+        Deno.writeTextFileSync(
+          join(services, `${name}.toml`),
+          serviceFile(name),
+        );
+      }
+      envs.set(key, {
+        ...shared,
+        XDG_CONFIG_HOME: config,
+        XDG_CACHE_HOME: join(dir, `cache-${key}`),
+      });
+      profiles.set(key, profile);
     }
-    envs.set(count, { ...shared, XDG_CONFIG_HOME: config });
-    profiles.set(count, profile);
   }
   return { dir, runtime, floor, envs, profiles };
 }
@@ -287,25 +297,24 @@ function variants(options: BenchOptions, sandbox: Sandbox): Variant[] {
   const deno = Deno.execPath();
   const main = join(options.root, "main.ts");
   const result: Variant[] = [];
-  const floorEnv = sandbox.envs.get(0)!;
+  const floorEnv = sandbox.envs.get("0")!;
   result.push({
     name: "floor",
     argv: [deno, "run", "--allow-all", sandbox.floor, "/bin/true"],
     env: floorEnv,
   });
   for (const count of SERVICE_COUNTS) {
-    const env = sandbox.envs.get(count)!;
-    const profile = sandbox.profiles.get(count)!;
     result.push({
       name: `sherlock ${count} warm`,
       argv: [deno, "run", "--allow-all", main, "run", "trivial"],
-      env,
+      env: sandbox.envs.get(`${count}`)!,
     });
+    const profile = sandbox.profiles.get(`${count}-cold`)!;
     let edits = 0;
     result.push({
       name: `sherlock ${count} cold`,
       argv: [deno, "run", "--allow-all", main, "run", "trivial"],
-      env,
+      env: sandbox.envs.get(`${count}-cold`)!,
       // A new comment changes the profile's bytes: its cache entry misses.
       prepare: () =>
         Deno.writeTextFileSync(
@@ -326,7 +335,7 @@ function variants(options: BenchOptions, sandbox: Sandbox): Variant[] {
       result.push({
         name: `compiled ${count} warm`,
         argv: [options.bin, "run", "trivial"],
-        env: sandbox.envs.get(count)!,
+        env: sandbox.envs.get(`${count}`)!,
       });
     }
   }

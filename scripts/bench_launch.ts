@@ -418,7 +418,7 @@ export function report(
   for (const count of SERVICE_COUNTS) {
     lines.push(
       row(
-        `sherlock run, ${count} services, warm cache`,
+        `sherlock run, ${count} service${count === 1 ? "" : "s"}, warm cache`,
         `sherlock ${count} warm`,
         "floor",
       ),

@@ -21,7 +21,14 @@
  * the `deno` that runs this script, for the right OS and CPU (checked from
  * its header). The full `deno` executable is not a runtime: a program
  * compiled into it ignores its payload and behaves as `deno`, which the
- * smoke test of the host's binary detects.
+ * smoke test of the host's binary detects (exit 78).
+ *
+ * No npm package ships denort (looked up for Deno 2.9.6: `denort` and
+ * `@deno/denort` do not exist; `deno` and `@deno/<platform>` hold only the
+ * full CLI). Get `denort-<target>.zip` from
+ * `https://dl.deno.land/release/v<version>/` on a machine that reaches it,
+ * then either unzip it and point the variable at `denort`, or copy the zip
+ * as it is into the cache folder above.
  *
  * After compiling, the host's binary (when it is one of the targets) is run:
  * `--version` must print sherlock's version and `agents`, in an empty

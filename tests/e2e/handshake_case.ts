@@ -107,7 +107,10 @@ export async function runHandshakeCase(
       "the server got another token than the one in its entry",
     );
     assertEquals(initialize.client_name, recipe.clientName);
-    assertEquals(initialize.client_version, CLI_PINS[recipe.key].version);
+    assertEquals(
+      initialize.client_version,
+      recipe.clientVersion ?? CLI_PINS[recipe.key].version,
+    );
     assertEquals(
       stop.leftovers,
       [],
@@ -128,7 +131,11 @@ export async function runHandshakeCase(
     console.log(
       `${recipe.key} ${CLI_PINS[recipe.key].version}: handshake ${
         Math.round(handshakeMs)
-      } ms, stopped by ${recipe.stop.signal} in ${Math.round(stop.ms)} ms`,
+      } ms, ${
+        stop.signalled
+          ? `stopped by ${recipe.stop.signal} in ${Math.round(stop.ms)} ms`
+          : `exited by itself (${stop.status.code})`
+      }`,
     );
     return { invocation, records, start, handshakeMs, stop };
   } finally {

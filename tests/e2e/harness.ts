@@ -154,6 +154,56 @@ export function testServer(options: TestServerOptions): StdioServerSpec {
   return { command: Deno.execPath(), args, env: { ...options.env } };
 }
 
+/** A test MCP server listening for streamable HTTP. */
+export interface HttpTestServer {
+  /** Its endpoint, `http://127.0.0.1:<port>/mcp`. */
+  url: string;
+  /** Stops it. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the test MCP server in streamable-HTTP mode on a free loopback
+ * port. It records, for each `initialize`, the SHA-256 of the `header`
+ * (default `authorization`) the client sent, whole (e.g. `Bearer …`).
+ */
+export async function startHttpTestServer(options: {
+  record: string;
+  name?: string;
+  header?: string;
+}): Promise<HttpTestServer> {
+  const name = options.name ?? "remote";
+  const spec = testServer({ record: options.record, name });
+  spec.args.push("--http", "127.0.0.1:0");
+  if (options.header) spec.args.push("--token-header", options.header);
+  const child = new Deno.Command(spec.command, {
+    args: spec.args,
+    env: { DENO_DIR: PERSISTENT_CACHES.deno },
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const stop = async () => {
+    try {
+      child.kill("SIGTERM");
+    } catch {
+      // already gone
+    }
+    await child.status;
+  };
+  try {
+    const records = await waitForRecords(
+      options.record,
+      (records) => findRecord(records, "listening", name) !== undefined,
+      { timeoutMs: 30_000 },
+    );
+    return { url: findRecord(records, "listening", name)!.url as string, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
 /** One line of the test server's record file. */
 export interface ServerRecord {
   /** `start`, `initialize`, `initialized`, `tools/list`, `tools/call`, … */
@@ -372,6 +422,8 @@ export interface Leftover {
 
 /** What {@linkcode stopCli} saw. */
 export interface StopResult {
+  /** Whether the signal was sent (false: the CLI had already exited). */
+  signalled: boolean;
   /** Whether the CLI exited of its own accord within the grace period. */
   exitedInGrace: boolean;
   /** Milliseconds from the signal until the CLI exited. */
@@ -416,7 +468,8 @@ export async function stopCli(
   const signal = options.signal === undefined ? "SIGTERM" : options.signal;
   const tree = new Set(processTree(cli.pid));
   const started = performance.now();
-  if (signal && !cli.exited()) {
+  const signalled = signal !== null && !cli.exited();
+  if (signalled) {
     kill(options.target === "group" ? -cli.pid : cli.pid, signal);
   }
   const exitedInGrace = signal !== null &&
@@ -437,7 +490,7 @@ export async function stopCli(
   kill(-cli.pid, "SIGKILL");
   for (const pid of [cli.pid, ...alive]) kill(pid, "SIGKILL");
   const status = await cli.status;
-  return { exitedInGrace, ms, status, leftovers };
+  return { signalled, exitedInGrace, ms, status, leftovers };
 }
 
 /** `pid` and its descendants, read from /proc (just `pid` elsewhere). */

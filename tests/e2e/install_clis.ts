@@ -8,8 +8,9 @@
  * Run it directly (CI does, from scripts/test.sh):
  *
  * ```sh
- * deno run --allow-all tests/e2e/install_clis.ts          # every CLI
+ * deno run --allow-all tests/e2e/install_clis.ts          # all but optional
  * deno run --allow-all tests/e2e/install_clis.ts codex    # only some
+ * SHERLOCK_E2E_OPTIONAL=1 deno run --allow-all tests/e2e/install_clis.ts
  * ```
  *
  * or call {@linkcode installClis} from a test. Concurrent installers are
@@ -42,6 +43,11 @@ export interface CliPin {
   version: string;
   /** The executable the package puts in `node_modules/.bin`. */
   bin: string;
+  /**
+   * Not an agent sherlock ships a profile for: installed and tested only
+   * when `SHERLOCK_E2E_OPTIONAL=1` (or when named explicitly).
+   */
+  optional: boolean;
 }
 
 /** Every pinned CLI by key. */
@@ -83,13 +89,25 @@ export async function isInstalled(key: CliKey): Promise<boolean> {
   }
 }
 
+/** Whether the optional CLIs are wanted (`SHERLOCK_E2E_OPTIONAL=1`). */
+export function optionalClisWanted(): boolean {
+  return Deno.env.get("SHERLOCK_E2E_OPTIONAL") === "1";
+}
+
+/** The CLIs installed by default: all but the optional ones, unless wanted. */
+export function defaultCliKeys(): CliKey[] {
+  return (Object.keys(CLI_PINS) as CliKey[]).filter((key) =>
+    optionalClisWanted() || !CLI_PINS[key].optional
+  );
+}
+
 /**
- * Installs the CLIs in `keys` (all by default) that are missing or at
- * another version, and returns the path of each executable by key. Throws
- * when npm fails, with npm's output.
+ * Installs the CLIs in `keys` (by default {@linkcode defaultCliKeys}) that
+ * are missing or at another version, and returns the path of each
+ * executable by key. Throws when npm fails, with npm's output.
  */
 export async function installClis(
-  keys: readonly CliKey[] = Object.keys(CLI_PINS) as CliKey[],
+  keys: readonly CliKey[] = defaultCliKeys(),
   log: (line: string) => void = (line) => console.error(line),
 ): Promise<Record<CliKey, string>> {
   const paths = {} as Record<CliKey, string>;
@@ -216,7 +234,7 @@ async function install(key: CliKey, log: (line: string) => void) {
 if (import.meta.main) {
   const wanted = Deno.args.length > 0
     ? Deno.args as CliKey[]
-    : Object.keys(CLI_PINS) as CliKey[];
+    : defaultCliKeys();
   for (const key of wanted) {
     if (!(key in CLI_PINS)) {
       console.error(

@@ -48,6 +48,8 @@ export interface Recipe {
   key: CliKey;
   /** The `clientInfo.name` it sends in `initialize`. */
   clientName: string;
+  /** The `clientInfo.version` it sends, when not its npm version. */
+  clientVersion?: string;
   /** Whether it asks `tools/list` as part of starting its servers. */
   listsTools: boolean;
   /** Writes the config for `servers` into `sandbox`; returns the command. */
@@ -277,5 +279,107 @@ export function inspectorCall(server: string, tool: string): Recipe {
   };
 }
 
+/**
+ * Amp (optional): `--mcp-config <file>` holding a bare `{name: entry}` map
+ * (an `mcpServers` wrapper is rejected), execute mode, a dummy API key and
+ * the Amp server at a closed port. It starts the servers, fails to reach
+ * the server and exits 1 by itself.
+ */
+export const amp: Recipe = {
+  key: "amp",
+  clientName: "amp-mcp-client",
+  clientVersion: "0.0.0-dev",
+  listsTools: true,
+  async prepare(sandbox, servers) {
+    const files: Record<string, string> = {};
+    const config = join(sandbox.root, "amp.mcp.json");
+    const map = JSON.parse(mcpJson(servers)).mcpServers;
+    await write(config, JSON.stringify(map, null, 2) + "\n", files);
+    return {
+      args: ["-x", "hi", "--mcp-config", config],
+      env: {
+        ...baseEnv(sandbox),
+        AMP_API_KEY: "e2e-dummy",
+        AMP_URL: CLOSED_MODEL_URL,
+        AMP_SKIP_UPDATE_CHECK: "1",
+      },
+      cwd: sandbox.work,
+      files,
+    };
+  },
+  stop: { signal: "SIGTERM" },
+};
+
+/**
+ * opencode (optional): `OPENCODE_CONFIG=<file>` with
+ * `{"mcp": {name: {type: "local", command: [program, ...args],
+ * environment}}}`; `opencode mcp list` connects every server and exits 0
+ * (`opencode run` would install provider packages from npm first).
+ */
+export const opencode: Recipe = {
+  key: "opencode",
+  clientName: "opencode",
+  listsTools: true,
+  async prepare(sandbox, servers) {
+    const files: Record<string, string> = {};
+    const config = join(sandbox.root, "opencode.json");
+    const mcp = Object.fromEntries(
+      Object.entries(servers).map(([name, server]) => [name, {
+        type: "local",
+        command: [server.command, ...server.args],
+        environment: server.env,
+      }]),
+    );
+    await write(config, JSON.stringify({ mcp }, null, 2) + "\n", files);
+    return {
+      args: ["mcp", "list"],
+      env: { ...baseEnv(sandbox), OPENCODE_CONFIG: config },
+      cwd: sandbox.work,
+      files,
+    };
+  },
+  stop: { signal: "SIGTERM" },
+};
+
+/**
+ * Qwen Code (optional): `--mcp-config <file>` (`{"mcpServers": …}`), the
+ * OpenAI auth type at a closed port, a one-shot prompt. Like Gemini CLI it
+ * relaunches itself, and its child survives a SIGTERM to the launcher: the
+ * group is signalled.
+ */
+export const qwen: Recipe = {
+  key: "qwen",
+  clientName: "qwen-cli-mcp-client-probe",
+  clientVersion: "0.0.1",
+  listsTools: true,
+  async prepare(sandbox, servers) {
+    const files: Record<string, string> = {};
+    const config = join(sandbox.root, "qwen.mcp.json");
+    await write(config, mcpJson(servers), files);
+    return {
+      args: [
+        "--mcp-config",
+        config,
+        "--auth-type",
+        "openai",
+        "--openai-api-key",
+        "e2e-dummy",
+        "--openai-base-url",
+        `${CLOSED_MODEL_URL}/v1`,
+        "-m",
+        "e2e-model",
+        "hi",
+      ],
+      env: baseEnv(sandbox),
+      cwd: sandbox.work,
+      files,
+    };
+  },
+  stop: { signal: "SIGTERM", target: "group" },
+};
+
 /** The four agent CLIs' recipes by key. */
 export const AGENT_RECIPES = { copilot, claude, codex, gemini } as const;
+
+/** The optional CLIs' recipes by key. */
+export const OPTIONAL_RECIPES = { amp, opencode, qwen } as const;

@@ -1,0 +1,154 @@
+/**
+ * `sherlock secret set|ls|rm` and services with `[token] source =
+ * "secret"`, against a real daemon and store.
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import {
+  createBrokerHome,
+  randomToken,
+  renderedServers,
+  runSherlockNullStdin,
+  tokenServiceToml,
+} from "../helpers/broker.ts";
+import { lines } from "../helpers/sherlock.ts";
+
+Deno.test("secret set from stdin, ls shows names and dates never values, rm", async () => {
+  await using home = await createBrokerHome();
+  await home.login();
+  const github = randomToken("ghp");
+  const slack = randomToken("xoxb");
+
+  const set = await home.sherlock(["secret", "set", "github"], {
+    stdin: `${github}\n`,
+  });
+  assert.equal(set.code, 0, set.stderr);
+  assert.equal(set.stdout, "stored the secret of github\n");
+  const setSlack = await home.sherlock(["secret", "set", "slack"], {
+    stdin: slack,
+  });
+  assert.equal(setSlack.code, 0, setSlack.stderr);
+
+  const ls = await home.sherlock(["secret", "ls"]);
+  assert.equal(ls.code, 0);
+  const rows = lines(ls.stdout);
+  assert.match(rows[0], /^NAME\s+CREATED\s+UPDATED$/);
+  assert.match(
+    rows[1],
+    /^github\s+\d{4}-\d\d-\d\dT\S+Z\s+\d{4}-\d\d-\d\dT\S+Z$/,
+  );
+  assert.match(rows[2], /^slack\s+/);
+  assert.equal(rows.length, 3);
+  for (const output of [ls.stdout, ls.stderr, set.stdout, set.stderr]) {
+    assert.equal(output.includes(github), false);
+    assert.equal(output.includes(slack), false);
+  }
+  const store = Deno.readFileSync(
+    join(home.dataHome, "sherlock", "secrets.enc"),
+  );
+  const text = new TextDecoder().decode(store);
+  assert.equal(text.includes(github), false, "the store is encrypted");
+
+  const rm = await home.sherlock(["secret", "rm", "github"]);
+  assert.equal(rm.code, 0);
+  assert.equal(rm.stdout, "removed the secret of github\n");
+  const rmAgain = await home.sherlock(["secret", "rm", "github"]);
+  assert.equal(rmAgain.code, 0);
+  assert.equal(rmAgain.stdout, "there was no secret for github\n");
+  const after = await home.sherlock(["secret", "ls"]);
+  assert.deepEqual(
+    lines(after.stdout).slice(1).map((row) => row.split(" ")[0]),
+    [
+      "slack",
+    ],
+  );
+  await home.sherlock(["secret", "rm", "slack"]);
+  const none = await home.sherlock(["secret", "ls"]);
+  assert.equal(none.stdout, "no secrets stored\n");
+
+  // Values survive a restart of the daemon (they are in the store).
+  await home.sherlock(["secret", "set", "github"], { stdin: github });
+  await home.sherlock(["broker", "stop"]);
+  await home.login();
+  const listed = await home.sherlock(["secret", "ls"]);
+  assert.match(listed.stdout, /^github /m);
+});
+
+Deno.test("a secret service gets the stored value in its rendered env", async () => {
+  await using home = await createBrokerHome();
+  home.addAgent();
+  home.writeService(
+    "api",
+    tokenServiceToml({ name: "api", source: "secret", env: "API_KEY" }),
+  );
+  await home.login();
+  const value = randomToken("key");
+  await home.sherlock(["secret", "set", "api"], { stdin: `${value}\n` });
+  const { result, record } = await home.runAgent();
+  assert.equal(result.code, 0, result.stderr);
+  assert.deepEqual(renderedServers(record).api.env, { API_KEY: value });
+  assert.equal(JSON.stringify(record!.env).includes(value), false);
+  assert.equal(record!.args.join(" ").includes(value), false);
+  assert.equal(result.stdout + result.stderr, "");
+
+  // A new value is served at once (the store is read per request).
+  const next = randomToken("key");
+  await home.sherlock(["secret", "set", "api"], { stdin: next });
+  const again = await home.runAgent();
+  assert.deepEqual(renderedServers(again.record).api.env, { API_KEY: next });
+});
+
+Deno.test("a value on the command line is refused and not echoed", async () => {
+  await using home = await createBrokerHome();
+  await home.login();
+  const value = randomToken("ghp");
+  const result = await home.sherlock(["secret", "set", "github", value]);
+  assert.equal(result.code, 2);
+  assert.equal(lines(result.stderr).length, 1);
+  assert.match(result.stderr, /never from argv/);
+  assert.equal(result.stderr.includes(value), false);
+  const ls = await home.sherlock(["secret", "ls"]);
+  assert.equal(ls.stdout, "no secrets stored\n");
+  const badName = await home.sherlock(["secret", "set", value.toUpperCase()], {
+    stdin: "x",
+  });
+  assert.equal(badName.code, 2);
+  const missingName = await home.sherlock(["secret", "set"]);
+  assert.equal(missingName.code, 2);
+  const unknown = await home.sherlock(["secret", "show", "github"]);
+  assert.equal(unknown.code, 2);
+});
+
+Deno.test("a missing secret: exit 77 naming sherlock secret set <name>", async () => {
+  await using home = await createBrokerHome();
+  home.addAgent();
+  home.writeService("api", tokenServiceToml({ name: "api", source: "secret" }));
+  await home.login();
+  const { result, record } = await home.runAgent();
+  assert.equal(result.code, 77, result.stderr);
+  assert.equal(record, undefined, "the agent is not started");
+  assert.equal(lines(result.stderr).length, 1);
+  assert.match(result.stderr, /no secret stored for service api/);
+  assert.match(result.stderr, /sherlock secret set api/);
+});
+
+Deno.test("secrets need a login; an empty stdin fails at once without a daemon", async () => {
+  await using home = await createBrokerHome();
+  const empty = await runSherlockNullStdin(["secret", "set", "github"], {
+    env: home.env,
+    cwd: home.work,
+    guardMs: 30_000,
+  });
+  assert.equal(empty.hung, false);
+  assert.equal(empty.code, 2);
+  assert.match(empty.stderr, /no secret: stdin is not a terminal and is empty/);
+  assert.deepEqual(home.daemonPids(), []);
+
+  for (const args of [["secret", "set", "github"], ["secret", "ls"]]) {
+    const result = await home.sherlock(args, { stdin: "value\n" });
+    assert.equal(result.code, 77, `${args.join(" ")}: ${result.stderr}`);
+    assert.equal(lines(result.stderr).length, 1);
+    assert.match(result.stderr, /sherlock login/);
+  }
+});

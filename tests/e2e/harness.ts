@@ -538,7 +538,8 @@ function readProcs(): Map<number, { ppid: number; pgrp: number }> {
   return procs;
 }
 
-function isAlive(pid: number): boolean {
+/** Whether `pid` runs (a zombie does not count). Linux only. */
+export function isAlive(pid: number): boolean {
   try {
     const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
     return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !==

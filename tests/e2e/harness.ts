@@ -70,6 +70,8 @@ export interface Sandbox {
   home: string;
   /** The CLI's working folder (Gemini reads `<cwd>/.gemini/settings.json`). */
   work: string;
+  /** Used as `TMPDIR` (Claude Code keeps per-project files in `$TMPDIR/claude-<uid>`). */
+  tmp: string;
   /** The JSON-lines file the test MCP server records to. */
   record: string;
   /** Removes the whole tree. */
@@ -81,12 +83,15 @@ export async function makeSandbox(label: string): Promise<Sandbox> {
   const root = await mkdtemp(join(tmpdir(), `sherlock-e2e-${label}-`));
   const home = join(root, "home");
   const work = join(root, "work");
+  const tmp = join(root, "tmp");
   await Deno.mkdir(home, { mode: 0o700 });
   await Deno.mkdir(work);
+  await Deno.mkdir(tmp, { mode: 0o700 });
   return {
     root,
     home,
     work,
+    tmp,
     record: join(root, "record.jsonl"),
     cleanup: () => rm(root, { recursive: true, force: true }),
   };
@@ -95,12 +100,13 @@ export async function makeSandbox(label: string): Promise<Sandbox> {
 /**
  * The environment every CLI starts from: nothing of the operator's
  * environment but `PATH` (the CLIs' launchers need `node`) and a locale,
- * `HOME` in the sandbox, and the persistent caches. Add each CLI's own
- * variables on top.
+ * `HOME` and `TMPDIR` in the sandbox, and the persistent caches. Add each
+ * CLI's own variables on top.
  */
 export function baseEnv(sandbox: Sandbox): Record<string, string> {
   return {
     HOME: sandbox.home,
+    TMPDIR: sandbox.tmp,
     PATH: Deno.env.get("PATH") ?? "/usr/local/bin:/usr/bin:/bin",
     LANG: "C.UTF-8",
     TERM: "dumb",

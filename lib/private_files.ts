@@ -54,7 +54,21 @@ export function ensurePrivateDir(path: string): void {
  * part. The parent folder must exist.
  */
 export function writePrivateFile(path: string, data: string): void {
-  const temporary = `${path}.${crypto.randomUUID().slice(0, 8)}.tmp`;
+  writeFileAtomically({
+    path,
+    bytes: new TextEncoder().encode(data),
+    mode: 0o600,
+  });
+}
+
+/**
+ * Like {@linkcode writePrivateFile}, for bytes and any mode (used to put an
+ * operator's own file back exactly as it was).
+ */
+export function writeFileAtomically(
+  options: { path: string; bytes: Uint8Array; mode: number },
+): void {
+  const temporary = `${options.path}.${crypto.randomUUID().slice(0, 8)}.tmp`;
   let created = false;
   try {
     const file = Deno.openSync(temporary, {
@@ -64,19 +78,19 @@ export function writePrivateFile(path: string, data: string): void {
     });
     created = true;
     try {
-      writeAllSync(file, new TextEncoder().encode(data));
+      writeAllSync(file, options.bytes);
       file.syncDataSync();
     } finally {
       file.close();
     }
-    Deno.chmodSync(temporary, 0o600);
-    Deno.renameSync(temporary, path);
+    Deno.chmodSync(temporary, options.mode);
+    Deno.renameSync(temporary, options.path);
   } catch (error) {
     // Remove only what this call created: whatever else sits at the
     // temporary name is not ours.
     if (created) removeIfPresent(temporary);
     throw new CantCreateError(
-      `cannot write ${path}: ${describeFsError(error)}`,
+      `cannot write ${options.path}: ${describeFsError(error)}`,
     );
   }
 }

@@ -90,7 +90,7 @@ function agentSearchPath(
   context: ExpandContext,
 ): string | undefined {
   try {
-    return buildEnv(loaded, "", context).env.PATH;
+    return buildEnv({ loaded, configPath: undefined, context }).env.PATH;
   } catch (error) {
     if (error instanceof ConfigError) return context.env.PATH;
     throw error;

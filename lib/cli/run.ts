@@ -100,9 +100,19 @@ function printDryRun(report: DryRunReport): void {
   const mcp = profile.profile.mcp;
   rows.push([
     "config",
-    `${report.configPath} (${mcp.mode}, ${mcp.format}; written 0600 when the session starts, removed when it ends)`,
+    report.configPath === undefined
+      ? `in argv (${mcp.format}; tokens always through the shim)`
+      : report.merged
+      ? `merged into ${report.configPath} (${mcp.format}; put back byte for byte when the session ends; tokens always through the shim)`
+      : `${report.configPath} (${mcp.mode}, ${mcp.format}; written 0600 when the session starts, removed when it ends)`,
   ]);
   for (const line of columns(rows)) printLine(line);
-  printLine("--- rendered config (tokens redacted) ---");
+  printLine(
+    report.merged
+      ? "--- sherlock's part of the merged config (tokens redacted) ---"
+      : report.configPath === undefined
+      ? "--- flag values (tokens redacted) ---"
+      : "--- rendered config (tokens redacted) ---",
+  );
   Deno.stdout.writeSync(new TextEncoder().encode(report.configText));
 }

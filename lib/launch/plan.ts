@@ -26,26 +26,36 @@ export interface AgentCommand {
   envRemoved: string[];
 }
 
+/** Where the rendered config is: a file, or flag values (argv formats). */
+export type RenderedDelivery = { path: string } | { values: string[] };
+
 /**
  * The arguments after the executable:
- * `<prefix…> [flag value] <user args…> <suffix…>`, the flag and value as
- * one `flag=value` token when `[mcp] joined = true`. User arguments are
- * passed verbatim, whatever they look like.
+ * `<prefix…> [flag value…] <user args…> <suffix…>`. For a file, the flag's
+ * value is `[mcp] value` with `{path}` replaced; for an argv format (Codex)
+ * the flag is repeated once per value. With `[mcp] joined = true` each flag
+ * and value is one `flag=value` token. User arguments are passed verbatim,
+ * whatever they look like.
  */
 export function buildArgs(
-  loaded: LoadedProfile,
-  renderedPath: string,
-  userArgs: readonly string[],
+  options: {
+    loaded: LoadedProfile;
+    config: RenderedDelivery;
+    userArgs: readonly string[];
+  },
 ): string[] {
-  const { mcp, argv } = loaded.profile;
+  const { mcp, argv } = options.loaded.profile;
   const delivery: string[] = [];
   if (mcp.mode === "cli-flag" && mcp.flag !== undefined) {
-    const value = deliveryValue(mcp.value, renderedPath);
-    delivery.push(
-      ...(mcp.joined ? [`${mcp.flag}=${value}`] : [mcp.flag, value]),
-    );
+    const flag = mcp.flag;
+    const values = "values" in options.config
+      ? options.config.values
+      : [deliveryValue(mcp.value, options.config.path)];
+    for (const value of values) {
+      delivery.push(...(mcp.joined ? [`${flag}=${value}`] : [flag, value]));
+    }
   }
-  return [...argv.prefix, ...delivery, ...userArgs, ...argv.suffix];
+  return [...argv.prefix, ...delivery, ...options.userArgs, ...argv.suffix];
 }
 
 /**
@@ -54,10 +64,13 @@ export function buildArgs(
  * including one that `[env]` set — forbid wins.
  */
 export function buildEnv(
-  loaded: LoadedProfile,
-  renderedPath: string,
-  context: ExpandContext,
+  options: {
+    loaded: LoadedProfile;
+    configPath: string | undefined;
+    context: ExpandContext;
+  },
 ): Omit<AgentCommand, "args"> {
+  const { loaded, context } = options;
   const { profile } = loaded;
   const envSet: Record<string, string> = {};
   for (const [name, value] of Object.entries(profile.env)) {
@@ -67,8 +80,14 @@ export function buildEnv(
       () => expandVariables(value, context),
     );
   }
-  if (profile.mcp.mode === "env-var" && profile.mcp.var !== undefined) {
-    envSet[profile.mcp.var] = deliveryValue(profile.mcp.value, renderedPath);
+  if (
+    profile.mcp.mode === "env-var" && profile.mcp.var !== undefined &&
+    options.configPath !== undefined
+  ) {
+    envSet[profile.mcp.var] = deliveryValue(
+      profile.mcp.value,
+      options.configPath,
+    );
   }
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(context.env)) {

@@ -10,9 +10,10 @@ import { socketPath } from "../broker/protocol.ts";
 import { ExecutableNotFoundError, NotExecutableError } from "../errors.ts";
 import type { Env, SherlockPaths } from "../paths.ts";
 import { type LoadedProfile, loadProfile } from "../profiles/loader.ts";
-import { renderDocument } from "../render/formats.ts";
+import { isArgvFormat, renderDocument } from "../render/formats.ts";
 import {
   runtimeConfigPath,
+  writeMergedConfig,
   writeRenderedConfig,
 } from "../render/rendered_config.ts";
 import { serverEntries } from "../render/servers.ts";
@@ -65,8 +66,10 @@ export interface DryRunReport {
   envSet: Record<string, string>;
   /** Variables of the operator's environment that the profile forbids. */
   envRemoved: string[];
-  /** The rendered config's path. */
-  configPath: string;
+  /** The rendered config's path (none for an argv format). */
+  configPath?: string;
+  /** True when the config is merged into the operator's file at configPath. */
+  merged: boolean;
   /** The rendered config, every token redacted. */
   configText: string;
   /** The services in the config. */
@@ -91,37 +94,54 @@ export async function runSession(
   for (const problem of problems) {
     options.onWarning(`skipping service: ${formatProblem(problem)}`);
   }
-  if (!options.dryRun) sweepStaleSessions(paths.stateDir);
+  if (!options.dryRun) {
+    sweepStaleSessions(paths.stateDir, options.onWarning);
+  }
 
+  const { mcp } = loaded.profile;
+  const context = { env: options.env, uid: options.uid };
   const session = newSessionId();
   const socket = socketPath(paths.runtimeDir);
+  const mergePath = mcp.merge ? configFilePath(loaded, context) : undefined;
   const plan = planTokens({
     services,
     configured: settings.render.tokens,
     agent: options.agent,
+    forceShimBecause: isArgvFormat(mcp.format)
+      ? "put it in argv, which every local user can read"
+      : mergePath !== undefined
+      ? `write it into ${mergePath}, a file of yours`
+      : undefined,
   });
   const tokens = options.dryRun
     ? new Map<string, string>()
     : await fetchSessionTokens({ plan, socket, session, agent: options.agent });
   const document = renderDocument(
-    loaded.profile.mcp.format,
+    mcp.format,
     serverEntries(services, {
       tokens,
       delivery: plan.delivery,
       shim: { command: selfCommand(), socket, session, agent: options.agent },
     }),
   );
-  const context = { env: options.env, uid: options.uid };
-  const configPath = loaded.profile.mcp.mode === "config-file"
-    ? configFilePath(loaded, context)
+  const configPath = document.kind === "argv"
+    ? undefined
+    : mcp.mode === "config-file"
+    ? mergePath ?? configFilePath(loaded, context)
     : runtimeConfigPath({
       runtimeDir: paths.runtimeDir,
       agent: options.agent,
       session,
-      extension: document.extension,
+      extension: "json",
     });
-  const args = buildArgs(loaded, configPath, options.userArgs);
-  const { env, envSet, envRemoved } = buildEnv(loaded, configPath, context);
+  const args = buildArgs({
+    loaded,
+    config: document.kind === "argv"
+      ? { values: document.values }
+      : { path: configPath ?? "" },
+    userArgs: options.userArgs,
+  });
+  const { env, envSet, envRemoved } = buildEnv({ loaded, configPath, context });
   const executableName = loaded.profile.agent.executable;
 
   if (options.dryRun) {
@@ -142,7 +162,10 @@ export async function runSession(
         envSet,
         envRemoved,
         configPath,
-        configText: document.text,
+        merged: mergePath !== undefined,
+        configText: document.kind === "json"
+          ? document.text
+          : document.values.join("\n") + "\n",
         services: services.map((service) => service.service.name),
       },
     };
@@ -156,13 +179,22 @@ export async function runSession(
   const relay = new SignalRelay();
   const record = newSessionRecord(session, options.agent);
   try {
-    writeRenderedConfig({
-      stateDir: paths.stateDir,
-      runtimeDir: paths.runtimeDir,
-      record,
-      path: configPath,
-      text: document.text,
-    });
+    if (document.kind === "json" && mergePath !== undefined) {
+      await writeMergedConfig({
+        stateDir: paths.stateDir,
+        record,
+        path: mergePath,
+        document: document.document,
+      });
+    } else if (document.kind === "json" && configPath !== undefined) {
+      writeRenderedConfig({
+        stateDir: paths.stateDir,
+        runtimeDir: paths.runtimeDir,
+        record,
+        path: configPath,
+        text: document.text,
+      });
+    }
     if (relay.pending) {
       return { kind: "exited", exitCode: 128 + signalNumber(relay.pending) };
     }
@@ -173,7 +205,9 @@ export async function runSession(
   } finally {
     // Clean up while signals are still caught: once the relay is closed, a
     // SIGTERM or SIGHUP would end sherlock before the files are removed.
-    endSession(paths.stateDir, record);
+    for (const warning of endSession(paths.stateDir, record)) {
+      options.onWarning(warning);
+    }
     relay.close();
   }
 }

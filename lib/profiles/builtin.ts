@@ -7,13 +7,23 @@
  * @module
  */
 
+import amp from "../../profiles/amp.toml" with { type: "text" };
 import claude from "../../profiles/claude.toml" with { type: "text" };
+import codex from "../../profiles/codex.toml" with { type: "text" };
 import copilot from "../../profiles/copilot.toml" with { type: "text" };
+import gemini from "../../profiles/gemini.toml" with { type: "text" };
+import opencode from "../../profiles/opencode.toml" with { type: "text" };
+import qwen from "../../profiles/qwen.toml" with { type: "text" };
 
 /** The TOML text of each built-in profile, by name. */
 export const BUILTIN_PROFILES: Readonly<Record<string, string>> = {
+  amp,
   claude,
+  codex,
   copilot,
+  gemini,
+  opencode,
+  qwen,
 };
 
 /** The path shown for a built-in profile in messages. */

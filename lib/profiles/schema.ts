@@ -11,7 +11,7 @@
 import { z } from "zod";
 import type { Validation } from "../config_files.ts";
 import { ENV_NAME_PATTERN, NAME_PATTERN } from "../names.ts";
-import { MCP_FORMATS } from "../render/format_names.ts";
+import { isArgvFormat, MCP_FORMATS } from "../render/format_names.ts";
 import { validateWith } from "../schema_problems.ts";
 
 const name = z.string().regex(
@@ -33,6 +33,7 @@ const mcpSchema = z.strictObject({
   }).default("{path}"),
   joined: z.boolean().default(false),
   format: z.enum(MCP_FORMATS).default("mcp-json"),
+  merge: z.boolean().optional(),
 }).superRefine((mcp, context) => {
   const needs = { "cli-flag": "flag", "env-var": "var", "config-file": "path" }[
     mcp.mode
@@ -52,6 +53,21 @@ const mcpSchema = z.strictObject({
         message: `not used with mode = "${mcp.mode}"; remove it`,
       });
     }
+  }
+  if (mcp.merge && mcp.mode !== "config-file") {
+    context.addIssue({
+      code: "custom",
+      path: ["merge"],
+      message: `only applies to mode = "config-file"`,
+    });
+  }
+  if (isArgvFormat(mcp.format) && mcp.mode !== "cli-flag") {
+    context.addIssue({
+      code: "custom",
+      path: ["format"],
+      message:
+        `"${mcp.format}" renders flag values, so it needs mode = "cli-flag"`,
+    });
   }
   if (mcp.joined && mcp.mode !== "cli-flag") {
     context.addIssue({

@@ -1,58 +1,145 @@
 /**
  * The MCP config documents agents read, rendered from server entries. Pure.
  *
+ * | format            | agents                     | shape |
+ * |-------------------|----------------------------|-------|
+ * | `mcp-json`        | Claude Code, Copilot, Qwen | `{"mcpServers": {n: {type, command, args, env} \| {type, url, headers}}}` |
+ * | `servers-map`     | Amp                        | `{n: {command, args, env} \| {url, headers}}` |
+ * | `opencode`        | opencode                   | `{"mcp": {n: {type: "local", command: [..], environment} \| {type: "remote", url, headers}}}` |
+ * | `gemini`          | Gemini CLI                 | `{"mcpServers": {n: {command, args, env} \| {httpUrl \| url, headers}}}` |
+ * | `codex-overrides` | Codex                      | argv values `mcp_servers.<n>={command="…",args=[…],env={…}}` (TOML) |
+ *
  * @module
  */
 
-import type { McpFormat } from "./format_names.ts";
+import { isArgvFormat, type McpFormat } from "./format_names.ts";
 import type { ServerEntry } from "./servers.ts";
 
-export { MCP_FORMATS } from "./format_names.ts";
+export { isArgvFormat, MCP_FORMATS } from "./format_names.ts";
 export type { McpFormat } from "./format_names.ts";
 
-/** A rendered document and the file name extension it wants. */
-export interface RenderedDocument {
-  /** The document's text. */
-  text: string;
-  /** `json` or `toml`. */
-  extension: string;
-}
+/** A rendered config: a JSON document for a file, or values for argv. */
+export type RenderedDocument =
+  | {
+    /** A document written to a file. */
+    kind: "json";
+    /** The document. */
+    document: Record<string, unknown>;
+    /** The file's text. */
+    text: string;
+  }
+  | {
+    /** Flag values: one `[flag, value]` pair per server in the agent's argv. */
+    kind: "argv";
+    /** The values. */
+    values: string[];
+  };
 
 /** Renders the servers as the document `format` names. */
 export function renderDocument(
   format: McpFormat,
   servers: Readonly<Record<string, ServerEntry>>,
 ): RenderedDocument {
+  if (isArgvFormat(format)) {
+    return { kind: "argv", values: codexOverrides(servers) };
+  }
+  const document = jsonDocument(format, servers);
+  return {
+    kind: "json",
+    document,
+    text: JSON.stringify(document, null, 2) + "\n",
+  };
+}
+
+function jsonDocument(
+  format: McpFormat,
+  servers: Readonly<Record<string, ServerEntry>>,
+): Record<string, unknown> {
+  const map = (render: (entry: ServerEntry) => unknown) =>
+    Object.fromEntries(
+      Object.entries(servers).map(([name, entry]) => [name, render(entry)]),
+    );
   switch (format) {
-    case "mcp-json":
+    case "servers-map":
+      return map((entry) =>
+        entry.kind === "stdio"
+          ? { command: entry.command, args: entry.args, env: entry.env }
+          : { url: entry.url, headers: entry.headers }
+      );
+    case "opencode":
       return {
-        text: json({ mcpServers: mcpServers(servers) }),
-        extension: "json",
+        mcp: map((entry) =>
+          entry.kind === "stdio"
+            ? {
+              type: "local",
+              command: [entry.command, ...entry.args],
+              environment: entry.env,
+              enabled: true,
+            }
+            : {
+              type: "remote",
+              url: entry.url,
+              headers: entry.headers,
+              enabled: true,
+            }
+        ),
+      };
+    case "gemini":
+      return {
+        mcpServers: map((entry) =>
+          entry.kind === "stdio"
+            ? { command: entry.command, args: entry.args, env: entry.env }
+            : entry.transport === "http"
+            ? { httpUrl: entry.url, headers: entry.headers }
+            : { url: entry.url, headers: entry.headers }
+        ),
+      };
+    default:
+      // mcp-json. Claude Code ignores a url entry without "type".
+      return {
+        mcpServers: map((entry) =>
+          entry.kind === "stdio"
+            ? {
+              type: "stdio",
+              command: entry.command,
+              args: entry.args,
+              env: entry.env,
+            }
+            : { type: entry.transport, url: entry.url, headers: entry.headers }
+        ),
       };
   }
 }
 
-/**
- * The `mcpServers` map shared by Claude Code, Copilot CLI and most others:
- * stdio entries with `type: "stdio"`, remote ones with `type: "http"|"sse"`.
- */
-function mcpServers(
+/** Codex's `-c` overrides: one TOML inline table per server. */
+function codexOverrides(
   servers: Readonly<Record<string, ServerEntry>>,
-): Record<string, unknown> {
-  const map: Record<string, unknown> = {};
-  for (const [name, entry] of Object.entries(servers)) {
-    map[name] = entry.kind === "stdio"
-      ? {
-        type: "stdio",
-        command: entry.command,
-        args: entry.args,
-        env: entry.env,
-      }
-      : { type: entry.transport, url: entry.url, headers: entry.headers };
-  }
-  return map;
+): string[] {
+  return Object.entries(servers).map(([name, entry]) => {
+    const table = entry.kind === "stdio"
+      ? `{command=${tomlString(entry.command)},args=[${
+        entry.args.map(tomlString).join(",")
+      }],env=${tomlTable(entry.env)}}`
+      : `{url=${tomlString(entry.url)},http_headers=${
+        tomlTable(entry.headers)
+      }}`;
+    return `mcp_servers.${tomlKey(name)}=${table}`;
+  });
 }
 
-function json(value: unknown): string {
-  return JSON.stringify(value, null, 2) + "\n";
+/** A TOML basic string: JSON's escapes are all valid TOML escapes. */
+function tomlString(value: string): string {
+  return JSON.stringify(value);
+}
+
+function tomlKey(key: string): string {
+  return /^[A-Za-z0-9_-]+$/.test(key) ? key : tomlString(key);
+}
+
+function tomlTable(values: Readonly<Record<string, string>>): string {
+  return `{${
+    Object.entries(values).map(([key, value]) =>
+      `${tomlKey(key)}=${tomlString(value)}`
+    ).join(",")
+  }}`;
 }

@@ -4,18 +4,36 @@
  * `cli-flag` and `env-var` profiles get a file per session in the runtime
  * folder (`<agent>.<session>.mcp.<ext>`), so concurrent sessions of one
  * agent never see or delete each other's file. A `config-file` profile names
- * its own path; sherlock writes there only when nothing is there yet.
+ * its own path; sherlock writes there only when nothing is there yet —
+ * unless the profile says `merge = true`: then sherlock merges its servers
+ * into the operator's file and puts it back afterwards (`merged_config.ts`).
  *
  * @module
  */
 
 import { dirname, join } from "../file_paths.ts";
 import { CantCreateError } from "../errors.ts";
-import { describeFsError, ensurePrivateDir } from "../private_files.ts";
 import {
+  describeFsError,
+  ensurePrivateDir,
+  sha256Hex,
+  writeFileAtomically,
+} from "../private_files.ts";
+import {
+  isPlainObject,
+  type MergeRestore,
+  type MergeResult,
+  mergeServers,
+  readBytesIfPresent,
+  resolveSymlinks,
+  toBase64,
+} from "./merged_config.ts";
+import {
+  liveSessionOwning,
   recordFile,
   saveSessionRecord,
   type SessionRecord,
+  sessionsDir,
   writeSessionFile,
 } from "./session_files.ts";
 
@@ -82,4 +100,111 @@ export function writeRenderedConfig(options: WriteRenderedConfigOptions): void {
     saveSessionRecord(options.stateDir, options.record);
     throw error;
   }
+}
+
+/** What to merge, and for which session. */
+export interface WriteMergedConfigOptions {
+  /** sherlock's state folder (session records). */
+  stateDir: string;
+  /** The session's record; the restore is saved in it before the file is touched. */
+  record: SessionRecord;
+  /** The operator's file. */
+  path: string;
+  /** sherlock's part, e.g. `{mcpServers: {…}}`. */
+  document: Record<string, unknown>;
+}
+
+/**
+ * Merges sherlock's servers into the operator's file. Throws
+ * {@linkcode CantCreateError} when the file is not plain JSON or another
+ * live session has merged into it.
+ */
+export async function writeMergedConfig(
+  options: WriteMergedConfigOptions,
+): Promise<void> {
+  const path = resolveSymlinks(options.path);
+  const lock = await lockMerges(options.stateDir);
+  try {
+    const owner = liveSessionOwning(options.stateDir, path);
+    if (owner) {
+      throw new CantCreateError(
+        `${path} is in use by sherlock session ${owner.session} (${owner.agent}, pid ${owner.pid}); wait for it to end`,
+      );
+    }
+    const original = readBytesIfPresent(path);
+    let existing: Record<string, unknown> = {};
+    if (original !== undefined) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(
+          new TextDecoder("utf-8", { fatal: true }).decode(original),
+        );
+      } catch {
+        throw new CantCreateError(
+          `${path} is not plain JSON (comments?); sherlock merges its servers only into a JSON file and left it untouched`,
+        );
+      }
+      if (!isPlainObject(parsed)) {
+        throw new CantCreateError(
+          `${path} does not hold a JSON object; sherlock left it untouched`,
+        );
+      }
+      existing = parsed;
+    }
+    let result: MergeResult;
+    try {
+      result = mergeServers(existing, options.document);
+    } catch (error) {
+      throw new CantCreateError(
+        `${path}: ${(error as Error).message}; sherlock left it untouched`,
+      );
+    }
+    const text = JSON.stringify(result.merged, null, 2) + "\n";
+    const mode = original === undefined
+      ? null
+      : (Deno.statSync(path).mode ?? 0o600) & 0o777;
+    const restore: MergeRestore = {
+      path,
+      original: original === undefined ? null : toBase64(original),
+      mode,
+      written: sha256Hex(text),
+      replaced: result.replaced,
+      addedKeys: result.addedKeys,
+    };
+    options.record.restores = [...(options.record.restores ?? []), restore];
+    saveSessionRecord(options.stateDir, options.record);
+    try {
+      if (original === undefined) {
+        Deno.mkdirSync(join(path, ".."), { recursive: true, mode: 0o700 });
+      }
+      writeFileAtomically({
+        path,
+        bytes: new TextEncoder().encode(text),
+        mode: mode ?? 0o600,
+      });
+    } catch (error) {
+      options.record.restores = options.record.restores.filter((entry) =>
+        entry !== restore
+      );
+      saveSessionRecord(options.stateDir, options.record);
+      throw new CantCreateError(
+        `cannot write ${path}: ${describeFsError(error)}`,
+      );
+    }
+  } finally {
+    lock.close();
+  }
+}
+
+/** Serializes merges: one session at a time checks and writes. */
+async function lockMerges(stateDir: string): Promise<Deno.FsFile> {
+  const folder = sessionsDir(stateDir);
+  ensurePrivateDir(folder);
+  const lock = await Deno.open(join(folder, "merge.lock"), {
+    create: true,
+    write: true,
+    mode: 0o600,
+  });
+  await lock.lock(true);
+  return lock;
 }

@@ -80,7 +80,13 @@ export function serverEntries(
     // A function, so that `$&` or `$1` in a token is not a pattern.
     const inlineValue = token.format.replaceAll("{token}", () => secret);
     if ("command" in server) {
-      if (needsToken && options.delivery(service) === "shim" && token.env) {
+      // Claude Code, Copilot and Gemini expand "$…" in a server's env
+      // values, which would change such a token: the shim passes it as is.
+      const dollar = options.tokens.get(name)?.includes("$") ?? false;
+      if (
+        needsToken && token.env &&
+        (options.delivery(service) === "shim" || dollar)
+      ) {
         entries[name] = shimEntry(service, token.env, options.shim);
         continue;
       }

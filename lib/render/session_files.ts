@@ -15,6 +15,7 @@
  */
 
 import { join } from "../file_paths.ts";
+import { type MergeRestore, restoreMergedConfig } from "./merged_config.ts";
 import { CantCreateError } from "../errors.ts";
 import {
   describeFsError,
@@ -49,6 +50,8 @@ export interface SessionRecord {
   created: string;
   /** The files it wrote. */
   files: WrittenFile[];
+  /** The operator's files it merged into, and how to put them back. */
+  restores?: MergeRestore[];
 }
 
 /** A session's id: 12 random hex digits. */
@@ -92,22 +95,34 @@ export function saveSessionRecord(
 
 /**
  * Ends a session: removes each of its files that still holds what sherlock
- * wrote, then the record. Never throws for a file that is already gone.
+ * wrote, puts back the operator's files it merged into, then removes the
+ * record. Never throws for a file that is already gone. Returns warnings
+ * for the operator (a merged file that changed during the session).
  */
-export function endSession(stateDir: string, record: SessionRecord): void {
+export function endSession(stateDir: string, record: SessionRecord): string[] {
   for (const file of record.files) removeIfUnchanged(file);
+  const warnings: string[] = [];
+  for (const restore of record.restores ?? []) {
+    const warning = restoreMergedConfig(restore);
+    if (warning !== undefined) warnings.push(warning);
+  }
   removeIfPresent(join(sessionsDir(stateDir), `${record.session}.json`));
+  return warnings;
 }
 
 /**
  * Ends every recorded session whose process is gone. Returns the records it
- * ended. A record that cannot be read is left for the operator to inspect.
+ * ended; `onWarning` gets what {@linkcode endSession} warns about. A record
+ * that cannot be read is left for the operator to inspect.
  */
-export function sweepStaleSessions(stateDir: string): SessionRecord[] {
+export function sweepStaleSessions(
+  stateDir: string,
+  onWarning: (message: string) => void = () => {},
+): SessionRecord[] {
   const swept: SessionRecord[] = [];
   for (const record of readSessionRecords(stateDir)) {
     if (isSessionAlive(record)) continue;
-    endSession(stateDir, record);
+    for (const warning of endSession(stateDir, record)) onWarning(warning);
     swept.push(record);
   }
   return swept;
@@ -153,7 +168,8 @@ export function liveSessionOwning(
 ): SessionRecord | undefined {
   return readSessionRecords(stateDir).find((record) =>
     record.session !== except && isSessionAlive(record) &&
-    record.files.some((file) => file.path === path)
+    (record.files.some((file) => file.path === path) ||
+      (record.restores ?? []).some((restore) => restore.path === path))
   );
 }
 

@@ -12,6 +12,17 @@ import { profileToml, stdioServiceToml } from "../helpers/profiles.ts";
 import { lines, runSherlock } from "../helpers/sherlock.ts";
 
 /** `sherlock agents`' table rows as [name, rest of the line]. */
+/** The built-in profiles, as `sherlock agents` lists them. */
+const BUILTINS = [
+  "amp",
+  "claude",
+  "codex",
+  "copilot",
+  "gemini",
+  "opencode",
+  "qwen",
+];
+
 function rows(stdout: string): string[][] {
   return lines(stdout).map((line) => line.split(/\s{2,}/));
 }
@@ -24,8 +35,13 @@ Deno.test("agents: lists the built-ins and whether their executables are on PATH
   assert.equal(result.stderr, "");
   assert.deepEqual(rows(result.stdout), [
     ["NAME", "SOURCE", "EXECUTABLE"],
-    ["claude", "built-in", join(home.bin, "claude")],
-    ["copilot", "built-in", "copilot: not found on PATH"],
+    ...BUILTINS.map((name) => [
+      name,
+      "built-in",
+      name === "claude"
+        ? join(home.bin, "claude")
+        : `${name}: not found on PATH`,
+    ]),
   ]);
 });
 
@@ -35,7 +51,7 @@ Deno.test("agents: an executable without an execute bit is reported as such", as
   Deno.chmodSync(path, 0o644);
   const result = await runSherlock(["agents"], { env: home.env });
   assert.equal(result.code, 0);
-  assert.deepEqual(rows(result.stdout)[2], [
+  assert.deepEqual(rows(result.stdout).find((row) => row[0] === "copilot"), [
     "copilot",
     "built-in",
     `${path}: not executable`,
@@ -51,7 +67,7 @@ Deno.test("shadowing: agents.d/claude.toml replaces the built-in entirely", asyn
   });
   const listed = await runSherlock(["agents"], { env: home.env });
   assert.equal(listed.code, 0);
-  assert.deepEqual(rows(listed.stdout)[1], [
+  assert.deepEqual(rows(listed.stdout).find((row) => row[0] === "claude"), [
     "claude",
     `${path} (overrides the built-in)`,
     join(home.bin, "my-claude"),
@@ -210,7 +226,7 @@ for (const { kind, text, problem } of MALFORMED) {
     assert.equal(listed.code, 78);
     assert.deepEqual(
       rows(listed.stdout).map((row) => row[0]),
-      ["NAME", "claude", "copilot", "good"],
+      ["NAME", ...[...BUILTINS, "good"].sort()],
     );
     assert.deepEqual(lines(listed.stderr), [
       `sherlock: skipped malformed profile ${path}:${problem}`,
@@ -334,7 +350,7 @@ Deno.test("a dangling symlink in agents.d or services.d is reported and skipped"
   assert.equal(listed.code, 78);
   assert.deepEqual(
     rows(listed.stdout).map((row) => row[0]),
-    ["NAME", "claude", "copilot", "fake"],
+    ["NAME", ...[...BUILTINS, "fake"].sort()],
   );
   assert.deepEqual(lines(listed.stderr), [
     `sherlock: skipped malformed profile ${profile}: cannot read it: no such file or folder`,

@@ -41,42 +41,50 @@ const PATH = "/run/user/1000/sherlock/fake.0123456789ab.mcp.json";
 
 Deno.test("buildArgs: cli-flag passes the flag and the path as two words", () => {
   assert.deepEqual(
-    buildArgs(loaded({ flag: "--mcp-config" }), PATH, ["-p", "hi"]),
+    buildArgs({
+      loaded: loaded({ flag: "--mcp-config" }),
+      config: { path: PATH },
+      userArgs: ["-p", "hi"],
+    }),
     ["--mcp-config", PATH, "-p", "hi"],
   );
 });
 
 Deno.test("buildArgs: joined = true makes --flag=value ONE word", () => {
-  const args = buildArgs(
-    loaded({ flag: "--mcp-config", joined: true }),
-    PATH,
-    ["a", "b"],
-  );
+  const args = buildArgs({
+    loaded: loaded({ flag: "--mcp-config", joined: true }),
+    config: { path: PATH },
+    userArgs: ["a", "b"],
+  });
   assert.deepEqual(args, [`--mcp-config=${PATH}`, "a", "b"]);
 });
 
 Deno.test("buildArgs: the value template wraps the path (@{path} for Copilot)", () => {
   assert.deepEqual(
-    buildArgs(
-      loaded({ flag: "--additional-mcp-config", value: "@{path}" }),
-      PATH,
-      [],
-    ),
+    buildArgs({
+      loaded: loaded({ flag: "--additional-mcp-config", value: "@{path}" }),
+      config: { path: PATH },
+      userArgs: [],
+    }),
     ["--additional-mcp-config", `@${PATH}`],
   );
   assert.deepEqual(
-    buildArgs(
-      loaded({ flag: "--cfg", value: "file:{path}", joined: true }),
-      PATH,
-      [],
-    ),
+    buildArgs({
+      loaded: loaded({ flag: "--cfg", value: "file:{path}", joined: true }),
+      config: { path: PATH },
+      userArgs: [],
+    }),
     [`--cfg=file:${PATH}`],
   );
 });
 
 Deno.test("buildArgs: every {path} in the template is replaced", () => {
   assert.deepEqual(
-    buildArgs(loaded({ flag: "-c", value: "{path}#{path}" }), "/p", []),
+    buildArgs({
+      loaded: loaded({ flag: "-c", value: "{path}#{path}" }),
+      config: { path: "/p" },
+      userArgs: [],
+    }),
     ["-c", "/p#/p"],
   );
 });
@@ -84,11 +92,19 @@ Deno.test("buildArgs: every {path} in the template is replaced", () => {
 Deno.test("buildArgs and buildEnv: a $ in the path is not a replacement pattern", () => {
   const odd = "/run/a$&b$1$$/fake.mcp.json";
   assert.deepEqual(
-    buildArgs(loaded({ flag: "--m", value: "@{path}", joined: true }), odd, []),
+    buildArgs({
+      loaded: loaded({ flag: "--m", value: "@{path}", joined: true }),
+      config: { path: odd },
+      userArgs: [],
+    }),
     [`--m=@${odd}`],
   );
   assert.equal(
-    buildEnv(loaded({ mode: "env-var", var: "V" }), odd, context({})).env.V,
+    buildEnv({
+      loaded: loaded({ mode: "env-var", var: "V" }),
+      configPath: odd,
+      context: context({}),
+    }).env.V,
     odd,
   );
 });
@@ -97,16 +113,23 @@ Deno.test("buildArgs: order is prefix, flag value, user args, suffix", () => {
   const profile = loaded({ flag: "--mcp" }, {
     argv: { prefix: ["p1", "p2"], suffix: ["s1", "s2"] },
   });
-  assert.deepEqual(buildArgs(profile, PATH, ["u1", "u2"]), [
-    "p1",
-    "p2",
-    "--mcp",
-    PATH,
-    "u1",
-    "u2",
-    "s1",
-    "s2",
-  ]);
+  assert.deepEqual(
+    buildArgs({
+      loaded: profile,
+      config: { path: PATH },
+      userArgs: ["u1", "u2"],
+    }),
+    [
+      "p1",
+      "p2",
+      "--mcp",
+      PATH,
+      "u1",
+      "u2",
+      "s1",
+      "s2",
+    ],
+  );
 });
 
 Deno.test("buildArgs: env-var and config-file modes add no flag", () => {
@@ -117,11 +140,18 @@ Deno.test("buildArgs: env-var and config-file modes add no flag", () => {
       { mode: "config-file", path: "/x.json" },
     ] as Mcp[]
   ) {
-    assert.deepEqual(buildArgs(loaded(mcp, { argv }), PATH, ["u"]), [
-      "pre",
-      "u",
-      "post",
-    ]);
+    assert.deepEqual(
+      buildArgs({
+        loaded: loaded(mcp, { argv }),
+        config: { path: PATH },
+        userArgs: ["u"],
+      }),
+      [
+        "pre",
+        "u",
+        "post",
+      ],
+    );
   }
 });
 
@@ -141,19 +171,26 @@ Deno.test("buildArgs: user arguments pass through verbatim, whatever they look l
     "line\nbreak",
     "--mcp-config=/elsewhere",
   ];
-  assert.deepEqual(buildArgs(loaded({ flag: "--m" }), PATH, user), [
-    "--m",
-    PATH,
-    ...user,
-  ]);
+  assert.deepEqual(
+    buildArgs({
+      loaded: loaded({ flag: "--m" }),
+      config: { path: PATH },
+      userArgs: user,
+    }),
+    [
+      "--m",
+      PATH,
+      ...user,
+    ],
+  );
 });
 
 Deno.test("buildArgs: does not mutate the profile's prefix or suffix", () => {
   const profile = loaded({ flag: "--m" }, {
     argv: { prefix: ["a"], suffix: ["z"] },
   });
-  buildArgs(profile, PATH, ["u"]);
-  buildArgs(profile, PATH, ["v"]);
+  buildArgs({ loaded: profile, config: { path: PATH }, userArgs: ["u"] });
+  buildArgs({ loaded: profile, config: { path: PATH }, userArgs: ["v"] });
   assert.deepEqual(profile.profile.argv, { prefix: ["a"], suffix: ["z"] });
 });
 
@@ -163,15 +200,15 @@ const context = (env: Record<string, string | undefined>) => ({
 });
 
 Deno.test("buildEnv: the operator's environment passes through unchanged", () => {
-  const result = buildEnv(
-    loaded({ flag: "--m" }),
-    PATH,
-    context({
+  const result = buildEnv({
+    loaded: loaded({ flag: "--m" }),
+    configPath: PATH,
+    context: context({
       HOME: "/home/op",
       PATH: "/usr/bin",
       EMPTY: "",
     }),
-  );
+  });
   assert.deepEqual(result.env, {
     HOME: "/home/op",
     PATH: "/usr/bin",
@@ -182,36 +219,36 @@ Deno.test("buildEnv: the operator's environment passes through unchanged", () =>
 });
 
 Deno.test("buildEnv: env-var mode puts the path in the variable", () => {
-  const result = buildEnv(
-    loaded({ mode: "env-var", var: "MCP_CONFIG" }),
-    PATH,
-    context({ HOME: "/h" }),
-  );
+  const result = buildEnv({
+    loaded: loaded({ mode: "env-var", var: "MCP_CONFIG" }),
+    configPath: PATH,
+    context: context({ HOME: "/h" }),
+  });
   assert.equal(result.env.MCP_CONFIG, PATH);
   assert.deepEqual(result.envSet, { MCP_CONFIG: PATH });
 });
 
 Deno.test("buildEnv: env-var mode applies the value template", () => {
-  const result = buildEnv(
-    loaded({ mode: "env-var", var: "MCP_CONFIG", value: "@{path}" }),
-    PATH,
-    context({}),
-  );
+  const result = buildEnv({
+    loaded: loaded({ mode: "env-var", var: "MCP_CONFIG", value: "@{path}" }),
+    configPath: PATH,
+    context: context({}),
+  });
   assert.equal(result.env.MCP_CONFIG, `@${PATH}`);
 });
 
 Deno.test("buildEnv: env-var mode replaces an operator's value of the variable", () => {
-  const result = buildEnv(
-    loaded({ mode: "env-var", var: "MCP_CONFIG" }),
-    PATH,
-    context({ MCP_CONFIG: "/operator/own.json" }),
-  );
+  const result = buildEnv({
+    loaded: loaded({ mode: "env-var", var: "MCP_CONFIG" }),
+    configPath: PATH,
+    context: context({ MCP_CONFIG: "/operator/own.json" }),
+  });
   assert.equal(result.env.MCP_CONFIG, PATH);
 });
 
 Deno.test("buildEnv: [env] values are expanded against the operator's environment", () => {
-  const result = buildEnv(
-    loaded({ flag: "--m" }, {
+  const result = buildEnv({
+    loaded: loaded({ flag: "--m" }, {
       env: {
         KIND: "oauth",
         CACHE: "${HOME}/.cache/agent",
@@ -219,9 +256,9 @@ Deno.test("buildEnv: [env] values are expanded against the operator's environmen
         LITERAL: "$HOME and $ and ${",
       },
     }),
-    PATH,
-    context({ HOME: "/home/op" }),
-  );
+    configPath: PATH,
+    context: context({ HOME: "/home/op" }),
+  });
   assert.deepEqual(result.envSet, {
     KIND: "oauth",
     CACHE: "/home/op/.cache/agent",
@@ -233,23 +270,23 @@ Deno.test("buildEnv: [env] values are expanded against the operator's environmen
 });
 
 Deno.test("buildEnv: [env] overrides the operator's value", () => {
-  const result = buildEnv(
-    loaded({ flag: "--m" }, { env: { EDITOR: "vi" } }),
-    PATH,
-    context({ EDITOR: "emacs" }),
-  );
+  const result = buildEnv({
+    loaded: loaded({ flag: "--m" }, { env: { EDITOR: "vi" } }),
+    configPath: PATH,
+    context: context({ EDITOR: "emacs" }),
+  });
   assert.equal(result.env.EDITOR, "vi");
   assert.deepEqual(result.envSet, { EDITOR: "vi" });
 });
 
 Deno.test("buildEnv: forbid strips an operator variable", () => {
-  const result = buildEnv(
-    loaded({ flag: "--m" }, {
+  const result = buildEnv({
+    loaded: loaded({ flag: "--m" }, {
       forbid: { env: ["ANTHROPIC_API_KEY", "UNSET"] },
     }),
-    PATH,
-    context({ ANTHROPIC_API_KEY: "sk-secret", HOME: "/h" }),
-  );
+    configPath: PATH,
+    context: context({ ANTHROPIC_API_KEY: "sk-secret", HOME: "/h" }),
+  });
   assert.equal("ANTHROPIC_API_KEY" in result.env, false);
   assert.equal(result.env.HOME, "/h");
   assert.deepEqual(result.envRemoved, ["ANTHROPIC_API_KEY"]);
@@ -257,26 +294,26 @@ Deno.test("buildEnv: forbid strips an operator variable", () => {
 });
 
 Deno.test("buildEnv: forbid reports only variables that were there", () => {
-  const result = buildEnv(
-    loaded({ flag: "--m" }, {
+  const result = buildEnv({
+    loaded: loaded({ flag: "--m" }, {
       forbid: { env: ["constructor", "NOT_SET", "B", "A"] },
     }),
-    PATH,
-    context({ A: "1", B: "2", C: "3" }),
-  );
+    configPath: PATH,
+    context: context({ A: "1", B: "2", C: "3" }),
+  });
   assert.deepEqual(result.envRemoved, ["A", "B"]);
   assert.deepEqual(result.env, { C: "3" });
 });
 
 Deno.test("buildEnv: forbid wins over a variable that [env] set", () => {
-  const result = buildEnv(
-    loaded({ flag: "--m" }, {
+  const result = buildEnv({
+    loaded: loaded({ flag: "--m" }, {
       env: { GH_TOKEN: "from-profile", KEEP: "yes" },
       forbid: { env: ["GH_TOKEN"] },
     }),
-    PATH,
-    context({}),
-  );
+    configPath: PATH,
+    context: context({}),
+  });
   assert.equal("GH_TOKEN" in result.env, false);
   assert.equal("GH_TOKEN" in result.envSet, false);
   assert.equal(result.env.KEEP, "yes");
@@ -285,7 +322,12 @@ Deno.test("buildEnv: forbid wins over a variable that [env] set", () => {
 Deno.test("buildEnv: an unset variable is a config error naming file, key and variable", () => {
   const profile = loaded({ flag: "--m" }, { env: { TOKEN_FILE: "${NOPE}/t" } });
   assert.throws(
-    () => buildEnv(profile, PATH, context({ HOME: "/h" })),
+    () =>
+      buildEnv({
+        loaded: profile,
+        configPath: PATH,
+        context: context({ HOME: "/h" }),
+      }),
     (error: unknown) => {
       assert.ok(error instanceof ConfigError);
       assert.equal(error.exitCode, 78);
@@ -300,14 +342,14 @@ Deno.test("buildEnv: an unset variable is a config error naming file, key and va
 
 Deno.test("buildEnv: does not change the context's environment", () => {
   const env = { SECRET: "x", HOME: "/h" };
-  buildEnv(
-    loaded({ mode: "env-var", var: "V" }, {
+  buildEnv({
+    loaded: loaded({ mode: "env-var", var: "V" }, {
       env: { A: "1" },
       forbid: { env: ["SECRET"] },
     }),
-    PATH,
-    context(env),
-  );
+    configPath: PATH,
+    context: context(env),
+  });
   assert.deepEqual(env, { SECRET: "x", HOME: "/h" });
 });
 

@@ -19,8 +19,18 @@ import {
 import { profileSchema, validateProfile } from "../../lib/profiles/schema.ts";
 import { ValidationCache } from "../../lib/validation_cache.ts";
 
-Deno.test("built-ins: there are claude and copilot", () => {
-  assert.deepEqual(Object.keys(BUILTIN_PROFILES).sort(), ["claude", "copilot"]);
+const BUILTIN_NAMES = [
+  "amp",
+  "claude",
+  "codex",
+  "copilot",
+  "gemini",
+  "opencode",
+  "qwen",
+];
+
+Deno.test("built-ins: the agents proven against their real CLIs", () => {
+  assert.deepEqual(Object.keys(BUILTIN_PROFILES).sort(), BUILTIN_NAMES);
 });
 
 for (const [name, text] of Object.entries(BUILTIN_PROFILES)) {
@@ -125,7 +135,7 @@ Deno.test("schema problems: wrong types say what was expected and found", () => 
   );
   assert.equal(
     problem(`${AGENT}${MCP}env = ["A"]\n`),
-    "a.toml:7: mcp.env: unknown key (allowed here: mode, flag, var, path, value, joined, format)",
+    "a.toml:7: mcp.env: unknown key (allowed here: mode, flag, var, path, value, joined, format, merge)",
   );
 });
 
@@ -214,7 +224,7 @@ Deno.test("schema problems: values", () => {
     problem(
       `${AGENT}[mcp]\nmode = "cli-flag"\nflag = "--m"\nformat = "yaml"\n`,
     ),
-    'a.toml:7: mcp.format: must be one of "mcp-json"',
+    'a.toml:7: mcp.format: must be one of "mcp-json", "servers-map", "opencode", "gemini", "codex-overrides"',
   );
   assert.equal(
     problem(`[agent]\nname = "A b"\nexecutable = "a"\n${MCP}`),
@@ -369,12 +379,15 @@ Deno.test("loader: loadAllProfiles lists the good ones and the problems", async 
   }, async (sources) => {
     assert.deepEqual(
       [...profileNames(sources.paths)].sort(),
-      ["broken", "claude", "copilot", "mine", "wrong"],
+      [...BUILTIN_NAMES, "broken", "mine", "wrong"].sort(),
     );
     const listing = await loadAllProfiles(sources);
     assert.deepEqual(
       listing.profiles.map((p) => [p.profile.agent.name, p.source]),
-      [["claude", "override"], ["copilot", "built-in"], ["mine", "override"]],
+      [...BUILTIN_NAMES, "mine"].sort().map((name) => [
+        name,
+        name === "claude" || name === "mine" ? "override" : "built-in",
+      ]),
     );
     assert.deepEqual(
       listing.problems.map((p) => [p.path, p.line, p.key]),

@@ -2,7 +2,8 @@
  * Starting the agent as a child with the terminal, and relaying signals.
  *
  * Deno cannot exec, so sherlock stays as the agent's parent. The rules:
- * - SIGTERM and SIGHUP sent to sherlock are forwarded to the agent.
+ * - SIGTERM and SIGHUP sent to sherlock are forwarded to the agent and to
+ *   the processes it started in its process group.
  * - SIGINT and SIGQUIT are ignored by sherlock while the agent runs: the
  *   terminal sends them to the whole foreground process group, so the agent
  *   already gets Ctrl-C (once), and sherlock must outlive it to clean up.
@@ -10,6 +11,8 @@
  *
  * @module
  */
+
+import { descendantsInGroup } from "./process_tree.ts";
 
 /**
  * The numbers of the signals sherlock catches: the same on Linux and macOS.
@@ -102,10 +105,22 @@ export class SignalRelay {
   }
 
   #forward(signal: Deno.Signal): void {
+    const child = this.#child;
+    if (child === undefined) return;
+    // As a shell signalling the job: the agent and what it started in its
+    // process group (see process_tree.ts for why).
+    const descendants = descendantsInGroup(child.pid);
     try {
-      this.#child?.kill(signal);
+      child.kill(signal);
     } catch {
       // The agent has already exited.
+    }
+    for (const pid of descendants) {
+      try {
+        Deno.kill(pid, signal);
+      } catch {
+        // Gone in the meantime.
+      }
     }
   }
 }

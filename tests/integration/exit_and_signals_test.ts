@@ -15,7 +15,8 @@ import {
 } from "../helpers/agent.ts";
 import { createTestHome, type TestHome } from "../helpers/home.ts";
 import { profileToml } from "../helpers/profiles.ts";
-import { lines, runSherlock } from "../helpers/sherlock.ts";
+import { lines, runSherlock, startSherlock } from "../helpers/sherlock.ts";
+import { exists, waitUntil } from "../helpers/wait.ts";
 
 function assertCleanedUp(home: TestHome): void {
   assert.deepEqual(home.runtimeFiles(), [], "rendered files left behind");
@@ -179,5 +180,48 @@ Deno.test("Ctrl-C that ends the agent: exit 130, cleaned up", async () => {
   assert.equal(result.signal, null);
   assert.equal(result.code, 130);
   assert.deepEqual(agent.record().signals, ["SIGINT"]);
+  assertCleanedUp(home);
+});
+
+Deno.test("SIGTERM reaches what a launcher agent started, as a shell's job signal would", async () => {
+  // Like the npm copilot launcher or Gemini's relauncher: the agent ignores
+  // SIGTERM and waits for a child that does the work.
+  await using home = await createTestHome();
+  const marker = join(home.scratch, "child-got-term");
+  const ready = join(home.scratch, "child-ready");
+  const launcher = join(home.bin, "launcher");
+  Deno.writeTextFileSync(
+    launcher,
+    `#!/bin/sh
+/bin/sh -c 'trap "echo TERM > ${marker}; exit 0" TERM; echo > ${ready}; while :; do sleep 0.05; done' &
+child=$!
+trap '' TERM
+wait $child
+exit 5
+`,
+  );
+  Deno.chmodSync(launcher, 0o755);
+  home.writeProfile(
+    "launcher",
+    profileToml({ name: "launcher", executable: "launcher" }),
+  );
+  const sherlock = startSherlock(["launcher"], {
+    env: home.env,
+    detached: true,
+  });
+  try {
+    await waitUntil(() => exists(ready), "the launcher's child to start");
+    sherlock.kill("SIGTERM");
+    await waitUntil(
+      () => exists(marker),
+      "the launcher's child to get SIGTERM",
+    );
+  } catch (error) {
+    sherlock.killGroup("SIGKILL");
+    throw error;
+  }
+  const result = await sherlock.result;
+  assert.equal(Deno.readTextFileSync(marker).trim(), "TERM");
+  assert.equal(result.code, 5, "the launcher exits once its child is gone");
   assertCleanedUp(home);
 });

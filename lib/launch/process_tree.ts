@@ -1,0 +1,60 @@
+/**
+ * The processes an agent started, so that a forwarded signal reaches them
+ * as it would when a shell signals the job's process group.
+ *
+ * Some agent CLIs are launchers that do not pass signals on: the npm
+ * `copilot` command leaves its native binary (and its MCP servers) running
+ * on SIGTERM, and Gemini CLI and Qwen Code relaunch themselves with a parent
+ * that ignores it. sherlock shares its process group with the agent, so it
+ * cannot signal the group without signalling itself; it signals the agent
+ * and every descendant still in that group instead (processes that moved
+ * to a group of their own, like Codex's servers, are their owner's to stop).
+ * Linux only (`/proc`); elsewhere only the agent itself is signalled.
+ *
+ * @module
+ */
+
+/** The pids of `root`'s descendants that share its process group, deepest last. */
+export function descendantsInGroup(root: number): number[] {
+  let entries: Deno.DirEntry[];
+  try {
+    entries = [...Deno.readDirSync("/proc")];
+  } catch {
+    return [];
+  }
+  const children = new Map<number, number[]>();
+  const groups = new Map<number, number>();
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    const stat = readStat(Number(entry.name));
+    if (stat === undefined) continue;
+    groups.set(stat.pid, stat.pgrp);
+    const siblings = children.get(stat.ppid) ?? [];
+    siblings.push(stat.pid);
+    children.set(stat.ppid, siblings);
+  }
+  const group = groups.get(root);
+  if (group === undefined) return [];
+  const found: number[] = [];
+  const queue = [...(children.get(root) ?? [])];
+  while (queue.length > 0) {
+    const pid = queue.shift() as number;
+    if (groups.get(pid) === group) found.push(pid);
+    queue.push(...(children.get(pid) ?? []));
+  }
+  return found;
+}
+
+function readStat(
+  pid: number,
+): { pid: number; ppid: number; pgrp: number } | undefined {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    // The command name (field 2) may hold spaces and parentheses: count
+    // from the last closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return { pid, ppid: Number(fields[1]), pgrp: Number(fields[2]) };
+  } catch {
+    return undefined;
+  }
+}

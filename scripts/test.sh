@@ -12,5 +12,8 @@ echo "== deno fmt --check, deno lint, deno check" >&2
 "$DENO" lint
 "$DENO" check main.ts scripts/ tests/
 
+echo "== installing the real agent CLIs the e2e tests run (tests/e2e/clis.json)" >&2
+"$DENO" run --allow-all tests/e2e/install_clis.ts
+
 echo "== deno test" >&2
 "$DENO" test --allow-all --quiet "$@"

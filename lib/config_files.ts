@@ -8,7 +8,6 @@
  */
 
 import { join } from "./file_paths.ts";
-import { parse as parseToml } from "smol-toml";
 import { ConfigError } from "./errors.ts";
 import { describeFsError } from "./private_files.ts";
 import { ValidationCache } from "./validation_cache.ts";
@@ -89,7 +88,7 @@ export async function readTomlFile<T>(options: ReadTomlOptions<T>): Promise<T> {
   const cached = options.cache.get(key);
   if (cached !== undefined) return cached as T;
 
-  const raw = parseTomlText(options.path, options.text);
+  const raw = await parseTomlText(options.path, options.text);
   const validate = await options.loadValidator();
   const result = validate(raw, options.text);
   if (!result.ok) {
@@ -101,14 +100,16 @@ export async function readTomlFile<T>(options: ReadTomlOptions<T>): Promise<T> {
 
 /**
  * Parses TOML, turning a syntax error into an {@linkcode InvalidFileError}
- * with the line and column.
+ * with the line and column. The parser is loaded on first use: a launch
+ * whose files all hit the validation cache never needs it.
  */
-export function parseTomlText(
+export async function parseTomlText(
   path: string,
   text: string,
-): Record<string, unknown> {
+): Promise<Record<string, unknown>> {
+  const { parse } = await import("smol-toml");
   try {
-    return parseToml(text) as Record<string, unknown>;
+    return parse(text) as Record<string, unknown>;
   } catch (error) {
     const { line, column, message } = error as {
       line?: number;

@@ -63,10 +63,12 @@ export function writePrivateFile(path: string, data: string): void {
 
 /**
  * Like {@linkcode writePrivateFile}, for bytes and any mode (used to put an
- * operator's own file back exactly as it was).
+ * operator's own file back exactly as it was). `durable: false` skips the
+ * fsync, for files that only live as long as a session (a rename is still
+ * atomic for every reader; only a power loss could lose them).
  */
 export function writeFileAtomically(
-  options: { path: string; bytes: Uint8Array; mode: number },
+  options: { path: string; bytes: Uint8Array; mode: number; durable?: boolean },
 ): void {
   const temporary = `${options.path}.${crypto.randomUUID().slice(0, 8)}.tmp`;
   let created = false;
@@ -79,7 +81,7 @@ export function writeFileAtomically(
     created = true;
     try {
       writeAllSync(file, options.bytes);
-      file.syncDataSync();
+      if (options.durable ?? true) file.syncDataSync();
     } finally {
       file.close();
     }

@@ -16,7 +16,7 @@ import {
   ensurePrivateDir,
   readTextIfPresent,
   sha256Hex,
-  writePrivateFile,
+  writeFileAtomically,
 } from "./private_files.ts";
 import { VERSION } from "./version.ts";
 
@@ -92,7 +92,12 @@ export class ValidationCache {
     };
     try {
       ensurePrivateDir(join(this.#file, ".."));
-      writePrivateFile(this.#file, JSON.stringify(document));
+      writeFileAtomically({
+        path: this.#file,
+        bytes: new TextEncoder().encode(JSON.stringify(document)),
+        mode: 0o600,
+        durable: false,
+      });
       this.#dirty = false;
     } catch {
       // The cache is an optimization; a read-only home must not stop a launch.

@@ -6,7 +6,6 @@
  */
 
 import { UsageError } from "../errors.ts";
-import { profileNames } from "../profiles/loader.ts";
 import { COMMANDS, isCommandName } from "./commands.ts";
 import { commandContext } from "./context.ts";
 import { reportError } from "./output.ts";
@@ -36,9 +35,7 @@ async function dispatch(args: readonly string[]): Promise<number> {
   if (isCommandName(first)) {
     return await (await COMMANDS[first].load())(args.slice(1));
   }
-  if (
-    first === "--dry-run" || profileNames(commandContext().paths).has(first)
-  ) {
+  if (first === "--dry-run" || await isProfileName(first)) {
     return await (await COMMANDS.run.load())(args);
   }
   if (first.startsWith("-")) {
@@ -47,4 +44,15 @@ async function dispatch(args: readonly string[]): Promise<number> {
   throw new UsageError(
     `no command or agent named "${first}"; run "sherlock agents" to list agents, "sherlock --help" for commands`,
   );
+}
+
+/**
+ * True when `name` is a loaded profile's name (an agent alias). The loader
+ * is imported here, not at the top, so that commands such as `shim` (run
+ * for every MCP server start) do not load it.
+ */
+async function isProfileName(name: string): Promise<boolean> {
+  if (name.startsWith("-")) return false;
+  const { profileNames } = await import("../profiles/loader.ts");
+  return profileNames(commandContext().paths).has(name);
 }

@@ -14,7 +14,6 @@ import {
   type FileProblem,
   InvalidFileError,
   listTomlFiles,
-  parseTomlText,
   readOperatorFile,
   readTomlFile,
   type Validator,
@@ -95,8 +94,16 @@ export async function loadProfile(
     : undefined;
   if (builtin === undefined) throw noSuchProfile(name);
   return {
-    // Built-ins spell out every default and are validated by a test.
-    profile: parseTomlText(builtinPath(name), builtin) as unknown as Profile,
+    // Built-ins spell out every default and are validated by a test, so
+    // they are only parsed (once per version: the cache remembers them).
+    profile: await readTomlFile({
+      kind: "built-in profile",
+      path: builtinPath(name),
+      text: builtin,
+      loadValidator: () =>
+        Promise.resolve((raw) => ({ ok: true, value: raw as Profile })),
+      cache: sources.cache,
+    }),
     source: "built-in",
     path: builtinPath(name),
     shadowsBuiltin: false,

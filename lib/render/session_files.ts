@@ -23,7 +23,7 @@ import {
   readTextIfPresent,
   removeIfPresent,
   sha256Hex,
-  writePrivateFile,
+  writeFileAtomically,
 } from "../private_files.ts";
 
 /** One file a session wrote. */
@@ -87,10 +87,14 @@ export function saveSessionRecord(
 ): void {
   const folder = sessionsDir(stateDir);
   ensurePrivateDir(folder);
-  writePrivateFile(
-    join(folder, `${record.session}.json`),
-    JSON.stringify(record),
-  );
+  writeFileAtomically({
+    path: join(folder, `${record.session}.json`),
+    bytes: new TextEncoder().encode(JSON.stringify(record)),
+    mode: 0o600,
+    // A record that holds an operator's original file must survive a power
+    // loss; one that only lists rendered files need not.
+    durable: (record.restores ?? []).length > 0,
+  });
 }
 
 /**
@@ -192,7 +196,12 @@ export function writeSessionFile(
 ): void {
   const temporary = `${options.path}.${crypto.randomUUID().slice(0, 8)}.tmp`;
   try {
-    writePrivateFile(temporary, options.text);
+    writeFileAtomically({
+      path: temporary,
+      bytes: new TextEncoder().encode(options.text),
+      mode: 0o600,
+      durable: false,
+    });
     Deno.linkSync(temporary, options.path);
   } catch (error) {
     if (error instanceof Deno.errors.AlreadyExists) {

@@ -65,8 +65,8 @@ Deno.test("formatProblem: is always one line", () => {
   assert.equal(formatProblem(problem).includes("\n"), false);
 });
 
-Deno.test("parseTomlText: a syntax error names the line and the column", () => {
-  assert.throws(
+Deno.test("parseTomlText: a syntax error names the line and the column", async () => {
+  await assert.rejects(
     () => parseTomlText("/p.toml", `[agent]\nname = "x"\nexecutable = \n`),
     (error: unknown) => {
       assert.ok(error instanceof InvalidFileError);
@@ -82,7 +82,7 @@ Deno.test("parseTomlText: a syntax error names the line and the column", () => {
   );
 });
 
-Deno.test("parseTomlText: syntax errors are one line each", () => {
+Deno.test("parseTomlText: syntax errors are one line each", async () => {
   for (
     const text of [
       `[agent\nname = "x"\n`,
@@ -93,7 +93,7 @@ Deno.test("parseTomlText: syntax errors are one line each", () => {
       `a = [1,\n`,
     ]
   ) {
-    assert.throws(
+    await assert.rejects(
       () => parseTomlText("/p.toml", text),
       (error: unknown) =>
         error instanceof InvalidFileError &&

@@ -30,10 +30,17 @@ export interface UnixHttpRequest {
 
 /** The socket could not be reached, or the answer was not HTTP. */
 export class SocketError extends Error {
+  /**
+   * True when nothing accepted the connection (no socket, or a stale one):
+   * the request never reached a daemon.
+   */
+  readonly connectFailed: boolean;
+
   /** Creates the error. */
-  constructor(message: string) {
+  constructor(message: string, options: { connectFailed?: boolean } = {}) {
     super(message);
     this.name = "SocketError";
+    this.connectFailed = options.connectFailed ?? false;
   }
 }
 
@@ -53,15 +60,21 @@ export async function unixHttpRequest(
   } catch (error) {
     throw new SocketError(
       `cannot connect to ${request.socket}: ${(error as Error).message}`,
+      { connectFailed: true },
     );
   }
-  const timer = setTimeout(() => {
+  // AbortSignal.timeout rather than setTimeout: a process's first
+  // setTimeout costs about 15 ms in Deno 2.9, which every `sherlock run`
+  // with a token to fetch would pay (docs/BENCHMARKS.md, Broker).
+  const deadline = AbortSignal.timeout(request.timeoutMs);
+  const onTimeout = () => {
     try {
       connection.close();
     } catch {
       // Already closed.
     }
-  }, request.timeoutMs);
+  };
+  deadline.addEventListener("abort", onTimeout, { once: true });
   try {
     const payload = request.body === undefined
       ? new Uint8Array()
@@ -90,7 +103,7 @@ export async function unixHttpRequest(
       `no answer from ${request.socket}: ${(error as Error).message}`,
     );
   } finally {
-    clearTimeout(timer);
+    deadline.removeEventListener("abort", onTimeout);
     try {
       connection.close();
     } catch {

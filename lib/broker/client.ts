@@ -21,8 +21,8 @@ import { selfCommand } from "../self_command.ts";
 import type {
   ErrorBody,
   Health,
-  TokenRequest,
-  TokenResponse,
+  TokensRequest,
+  TokensResponse,
   Whoami,
 } from "./protocol.ts";
 import { SocketError, unixHttpRequest } from "./unix_http.ts";
@@ -66,9 +66,11 @@ export async function callBroker<T>(
     });
   } catch (error) {
     if (error instanceof SocketError) {
-      throw new UnavailableError(
-        `the broker does not answer on ${options.socket}; run "sherlock broker start" or "sherlock broker serve" to see why`,
-      );
+      const message =
+        `the broker does not answer on ${options.socket}; run "sherlock broker start" or "sherlock broker serve" to see why`;
+      throw error.connectFailed
+        ? new BrokerNotRunningError(message)
+        : new UnavailableError(message);
     }
     throw error;
   }
@@ -225,9 +227,35 @@ export function whoami(socket: string): Promise<Whoami> {
 }
 
 /**
- * The token of each named service, fetched in parallel (one request each;
- * the daemon runs their helpers concurrently). Rejects with the first
- * failure, which names the service.
+ * Nothing accepted a connection on the socket (no daemon, or a stale
+ * socket): unlike a daemon that accepted and then failed, starting one may
+ * help. Exit 69.
+ */
+export class BrokerNotRunningError extends UnavailableError {
+  /** Creates the error. */
+  constructor(message: string) {
+    super(message);
+    this.name = "BrokerNotRunningError";
+  }
+}
+
+/** The operator is not logged in to the broker (exit 77). */
+export class NotLoggedInError extends NoPermissionError {
+  /** Creates the error. */
+  constructor(message: string) {
+    super(message);
+    this.name = "NotLoggedInError";
+  }
+}
+
+/**
+ * The tokens of the named services for a session, in one round trip when
+ * the daemon is up: `POST /v1/tokens` (the daemon runs their helpers
+ * concurrently, and answers "not logged in" for the whole request while
+ * the store is locked; with no services, that is all it checks). Only when
+ * nothing answers on the socket is the daemon started first (see
+ * {@linkcode ensureBroker}). Throws {@linkcode NotLoggedInError}, or the
+ * first failure in the order of `services`, which names the service.
  */
 export async function fetchTokens(
   options: {
@@ -235,24 +263,41 @@ export async function fetchTokens(
     services: readonly string[];
     session: string;
     agent: string;
+    logFile?: string;
   },
 ): Promise<Map<string, string>> {
-  const answers = await Promise.all(
-    options.services.map((service) =>
-      callBroker<TokenResponse>({
-        socket: options.socket,
-        method: "POST",
-        path: "/v1/token",
-        body: {
-          service,
-          session: options.session,
-          agent: options.agent,
-        } satisfies TokenRequest,
-        timeoutMs: TOKEN_TIMEOUT_MS,
-      }).then((answer) => [service, answer.token] as const)
-    ),
-  );
-  return new Map(answers);
+  const request = {
+    socket: options.socket,
+    method: "POST",
+    path: "/v1/tokens",
+    body: {
+      services: [...options.services],
+      session: options.session,
+      agent: options.agent,
+    } satisfies TokensRequest,
+    timeoutMs: TOKEN_TIMEOUT_MS,
+  };
+  let answer: TokensResponse;
+  try {
+    answer = await callBroker<TokensResponse>(request);
+  } catch (error) {
+    if (!(error instanceof BrokerNotRunningError)) throw error;
+    await ensureBroker({ socket: options.socket, logFile: options.logFile });
+    answer = await callBroker<TokensResponse>(request);
+  }
+  const tokens = new Map<string, string>();
+  for (const result of answer.results) {
+    if ("error" in result) {
+      throw brokerError(result.error.status, { error: result.error });
+    }
+    tokens.set(result.service, result.token);
+  }
+  for (const service of options.services) {
+    if (!tokens.has(service)) {
+      throw new SherlockError(`broker: no answer for service ${service}`, 70);
+    }
+  }
+  return tokens;
 }
 
 /** Maps a daemon's error answer to the sherlock error with the right exit code. */
@@ -261,7 +306,7 @@ export function brokerError(status: number, body: unknown): SherlockError {
   const message = error?.message ?? `the broker answered HTTP ${status}`;
   switch (error?.code) {
     case "not_logged_in":
-      return new NoPermissionError(`${message}; run "sherlock login"`);
+      return new NotLoggedInError(`${message}; run "sherlock login"`);
     case "wrong_passphrase":
     case "no_secret":
     case "no_store":

@@ -10,6 +10,7 @@
  * | POST /v1/login           | {@linkcode LoginRequest}     | {@linkcode LoginAnswer} |
  * | POST /v1/logout          |                              | {@linkcode Whoami}  |
  * | POST /v1/token           | {@linkcode TokenRequest}     | {@linkcode TokenResponse} |
+ * | POST /v1/tokens          | {@linkcode TokensRequest}    | {@linkcode TokensResponse} |
  * | GET  /v1/secrets         |                              | {@linkcode SecretList} |
  * | PUT  /v1/secrets/<name>  | {@linkcode SecretValue}      | {}                |
  * | DELETE /v1/secrets/<name>|                              | {@linkcode SecretRemoved} |
@@ -98,6 +99,39 @@ export interface TokenResponse {
   token: string;
   /** When it expires (RFC 3339), if known. */
   expiresAt: string | null;
+}
+
+/** The most services one `POST /v1/tokens` may name. */
+export const MAX_SERVICES_PER_REQUEST = 256;
+
+/**
+ * `POST /v1/tokens`: the tokens of several services in one request (one
+ * round trip per session instead of one per service); the daemon fetches
+ * them in parallel. Refused as a whole (401 `not_logged_in`) while the
+ * store is locked, so an empty list just checks the login.
+ */
+export interface TokensRequest {
+  /** The services' names, each at most once; may be empty. */
+  services: string[];
+  /** The session that asks (for the audit log). */
+  session: string;
+  /** The agent of that session (for the audit log). */
+  agent: string;
+}
+
+/** One service's outcome in a {@linkcode TokensResponse}. */
+export type TokenResult =
+  | ({ service: string } & TokenResponse)
+  | {
+    service: string;
+    /** What a `POST /v1/token` for this service would have answered. */
+    error: ErrorBody["error"] & { status: number };
+  };
+
+/** The answer to `POST /v1/tokens` (200 even when some services failed). */
+export interface TokensResponse {
+  /** One result per requested service, in the request's order. */
+  results: TokenResult[];
 }
 
 /** `GET /v1/secrets`: names and dates, never values. */

@@ -14,9 +14,13 @@ import {
   type Health,
   type LoginRequest,
   MAX_BODY_BYTES,
+  MAX_SERVICES_PER_REQUEST,
   type SecretList,
   type SecretValue,
   type TokenRequest,
+  type TokenResult,
+  type TokensRequest,
+  type TokensResponse,
 } from "../protocol.ts";
 import { appendAudit } from "./audit_log.ts";
 import type { LoginState } from "./login_state.ts";
@@ -47,16 +51,27 @@ export async function handleRequest(
   try {
     return await route(request, context);
   } catch (error) {
-    if (error instanceof BrokerRequestError) {
-      return failure(error.status, error.code, error.message);
-    }
-    const kind = storeErrorKind(error);
-    if (kind) return failure(kind.status, kind.code, (error as Error).message);
-    context.log(
-      `internal error: ${(error as Error)?.message ?? String(error)}`,
-    );
-    return failure(500, "internal", "internal error; see the broker's log");
+    const { status, code, message } = describeError(error, context);
+    return failure(status, code, message);
   }
+}
+
+/** The answer for a failure; an unexpected one is logged, not shown. */
+function describeError(
+  error: unknown,
+  context: HandlerContext,
+): { status: number; code: ErrorCode; message: string } {
+  if (error instanceof BrokerRequestError) {
+    return { status: error.status, code: error.code, message: error.message };
+  }
+  const kind = storeErrorKind(error);
+  if (kind) return { ...kind, message: (error as Error).message };
+  context.log(`internal error: ${(error as Error)?.message ?? String(error)}`);
+  return {
+    status: 500,
+    code: "internal",
+    message: "internal error; see the broker's log",
+  };
 }
 
 async function route(
@@ -128,6 +143,27 @@ async function route(
     const session = requireString(body, "session");
     const agent = requireString(body, "agent");
     return ok(await context.tokens.token({ service, session, agent }));
+  }
+  if (pathname === "/v1/tokens") {
+    allow("POST");
+    const body = await readJson<TokensRequest>(request);
+    const services = requireNames(body, "services");
+    const session = requireString(body, "session");
+    const agent = requireString(body, "agent");
+    unlockedStore(context);
+    const results = await Promise.all(
+      services.map(async (service): Promise<TokenResult> => {
+        try {
+          return {
+            service,
+            ...await context.tokens.token({ service, session, agent }),
+          };
+        } catch (error) {
+          return { service, error: describeError(error, context) };
+        }
+      }),
+    );
+    return ok<TokensResponse>({ results });
   }
   if (pathname === "/v1/secrets") {
     allow("GET");
@@ -229,6 +265,24 @@ function requireName(body: Record<string, unknown>, key: string): string {
   const value = requireString(body, key);
   if (!NAME_PATTERN.test(value)) {
     throw badRequest(`"${key}" is not a valid service name`);
+  }
+  return value;
+}
+
+function requireNames(body: Record<string, unknown>, key: string): string[] {
+  const value = body[key];
+  if (!Array.isArray(value) || value.length > MAX_SERVICES_PER_REQUEST) {
+    throw badRequest(
+      `"${key}" must be a list of at most ${MAX_SERVICES_PER_REQUEST} service names`,
+    );
+  }
+  for (const name of value) {
+    if (typeof name !== "string" || !NAME_PATTERN.test(name)) {
+      throw badRequest(`"${key}" must hold valid service names only`);
+    }
+  }
+  if (new Set(value).size !== value.length) {
+    throw badRequest(`"${key}" names a service twice`);
   }
   return value;
 }

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { ensureBroker, fetchTokens, whoami } from "../broker/client.ts";
+import { fetchTokens, NotLoggedInError } from "../broker/client.ts";
 import { ConfigError, NoPermissionError } from "../errors.ts";
 import type { TokenDelivery } from "../render/servers.ts";
 import { tokenDelivery } from "../render/servers.ts";
@@ -58,17 +58,25 @@ export function planTokens(
 
 /**
  * Makes sure the broker is up and the operator logged in (not logged in →
- * exit 77 with what to do), then fetches the inline tokens, all at once.
- * Does nothing when no service needs a token.
+ * exit 77 with what to do), then fetches the inline tokens, all at once —
+ * one round trip when the broker is already running. Does nothing when no
+ * service needs a token.
  */
 export async function fetchSessionTokens(
   options: { plan: TokenPlan; socket: string; session: string; agent: string },
 ): Promise<Map<string, string>> {
   const { needing, inline } = options.plan;
   if (needing.length === 0) return new Map();
-  await ensureBroker({ socket: options.socket });
-  const who = await whoami(options.socket);
-  if (!who.loggedIn) {
+  try {
+    // With no inline service, this only checks the login (for the shims).
+    return await fetchTokens({
+      socket: options.socket,
+      services: inline,
+      session: options.session,
+      agent: options.agent,
+    });
+  } catch (error) {
+    if (!(error instanceof NotLoggedInError)) throw error;
     throw new NoPermissionError(
       `not logged in to the broker (${
         needing.length === 1
@@ -77,11 +85,4 @@ export async function fetchSessionTokens(
       }); run "sherlock login"`,
     );
   }
-  if (inline.length === 0) return new Map();
-  return await fetchTokens({
-    socket: options.socket,
-    services: inline,
-    session: options.session,
-    agent: options.agent,
-  });
 }

@@ -1,0 +1,544 @@
+/**
+ * Broker benchmark: what the credential broker costs a session.
+ *
+ * 1. **Round trip**: 1,000 sequential requests of each kind over the Unix
+ *    socket, from this process through `lib/broker/unix_http.ts` (one
+ *    connection per request, as the client makes them) against a real
+ *    daemon: `POST /v1/token` for one cached token (what the token shim
+ *    sends), `POST /v1/tokens` for 10 cached tokens (what a session sends),
+ *    and `GET /v1/health` as the floor.
+ * 2. **Sessions**: `sherlock run trivial` (agent `/bin/true`) with 10
+ *    `command` services whose helper takes 200 ms each: on a cold cache
+ *    (the store locked and unlocked just before, outside the timed span,
+ *    which drops every cached token), on a warm cache, with no services at
+ *    all, and with 10 services that need no token (loaded and rendered
+ *    alike, no broker: the control that tells the broker's share from the
+ *    services'). Parallel fetching shows as cold − warm ≈ 200 ms rather
+ *    than 2 s; the cache as warm ≈ the control.
+ * 3. **20 at once**: 20 simultaneous `sherlock run trivial` on a cold cache;
+ *    every helper counts its runs in a file: single flight means each ran
+ *    once per burst.
+ *
+ * Everything runs from source (`deno run --allow-all main.ts`) in a
+ * throwaway HOME, XDG folders and DENO_DIR, with XDG_RUNTIME_DIR on tmpfs
+ * when there is one; the operator's own broker, configuration and caches
+ * are never touched. Runs of the session variants are interleaved, the
+ * order rotating each round, so that a shared machine's noise spreads over
+ * all of them.
+ *
+ * Usage: deno task bench:broker [--runs N] [--warmup N] [--requests N] [--bursts N]
+ *
+ * Prints Markdown tables on stdout; see docs/BENCHMARKS.md for the recorded
+ * figures.
+ *
+ * @module
+ */
+
+import { cpus } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { unixHttpRequest } from "../lib/broker/unix_http.ts";
+
+/** The benchmark's settings, from the command line. */
+export interface BrokerBenchOptions {
+  /** Measured rounds of the session variants. */
+  runs: number;
+  /** Unmeasured rounds first. */
+  warmup: number;
+  /** Requests per round-trip series. */
+  requests: number;
+  /** Bursts of 20 simultaneous sessions. */
+  bursts: number;
+}
+
+/** The services of the session benchmark, and how long each helper takes. */
+const SERVICES = 10;
+const HELPER_SECONDS = 0.2;
+const BURST = 20;
+const PASSPHRASE = "benchmark passphrase, not a secret";
+
+const USAGE =
+  `Usage: deno task bench:broker [--runs N] [--warmup N] [--requests N] [--bursts N]
+
+  --runs N      measured rounds of the session variants (default 20)
+  --warmup N    unmeasured rounds first (default 3)
+  --requests N  requests per round-trip series (default 1000)
+  --bursts N    bursts of ${BURST} simultaneous sessions (default 5)`;
+
+/** Parses the command line; throws a one-line message on a mistake. */
+export function parseBrokerBenchArgs(
+  args: readonly string[],
+): BrokerBenchOptions {
+  const options: BrokerBenchOptions = {
+    runs: 20,
+    warmup: 3,
+    requests: 1000,
+    bursts: 5,
+  };
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index];
+    const text = args[++index];
+    const number = Number(text);
+    if (text === undefined || !Number.isInteger(number) || number < 0) {
+      throw new Error(`${arg} needs a whole number`);
+    }
+    if (arg === "--runs") options.runs = Math.max(1, number);
+    else if (arg === "--warmup") options.warmup = number;
+    else if (arg === "--requests") options.requests = Math.max(1, number);
+    else if (arg === "--bursts") options.bursts = Math.max(1, number);
+    else throw new Error(`unknown argument ${arg}`);
+  }
+  return options;
+}
+
+/** The throwaway folders and the environments of the variants. */
+interface Sandbox {
+  dir: string;
+  runtime: string;
+  /** With the 10 services. */
+  env: Record<string, string>;
+  /** With no services (same HOME, runtime folder and broker). */
+  envNone: Record<string, string>;
+  /** With 10 services that need no token: loaded and rendered, no broker. */
+  envNoToken: Record<string, string>;
+  socket: string;
+  /** Each helper's run counter. */
+  counters: string[];
+}
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const MAIN = join(ROOT, "main.ts");
+
+const TRIVIAL_PROFILE = `[agent]
+name = "trivial"
+executable = "/bin/true"
+
+[mcp]
+mode = "cli-flag"
+flag = "--mcp-config"
+`;
+
+function makeSandbox(): Sandbox {
+  const dir = Deno.makeTempDirSync({ prefix: "sherlock-bench-broker-" });
+  let runtime = dir;
+  try {
+    if (Deno.statSync("/dev/shm").isDirectory) {
+      runtime = Deno.makeTempDirSync({ dir: "/dev/shm", prefix: "sb-" });
+    }
+  } catch {
+    // No tmpfs: the runtime folder stays with the rest.
+  }
+  const runtimeDir = join(runtime, "run");
+  Deno.mkdirSync(runtimeDir, { mode: 0o700 });
+  const bin = join(dir, "bin");
+  Deno.mkdirSync(bin);
+  const shared = {
+    HOME: join(dir, "home"),
+    XDG_STATE_HOME: join(dir, "state"),
+    XDG_DATA_HOME: join(dir, "data"),
+    XDG_CACHE_HOME: join(dir, "cache"),
+    XDG_RUNTIME_DIR: runtimeDir,
+    DENO_DIR: join(dir, "deno"),
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    NO_COLOR: "1",
+  };
+  Deno.mkdirSync(shared.HOME);
+  const counters: string[] = [];
+  const envFor = (name: string, services: number, tokens = true) => {
+    const config = join(dir, `config-${name}`);
+    const agents = join(config, "sherlock", "agents.d");
+    const servicesDir = join(config, "sherlock", "services.d");
+    Deno.mkdirSync(agents, { recursive: true });
+    Deno.mkdirSync(servicesDir, { recursive: true });
+    Deno.writeTextFileSync(join(agents, "trivial.toml"), TRIVIAL_PROFILE);
+    for (let index = 1; index <= services; index++) {
+      const service = `svc${String(index).padStart(2, "0")}`;
+      if (!tokens) {
+        Deno.writeTextFileSync(
+          join(servicesDir, `${service}.toml`),
+          `[service]\nname = "${service}"\n\n[server]\ncommand = "${service}-mcp-server"\n`,
+        );
+        continue;
+      }
+      const counter = join(dir, `${service}.runs`);
+      counters.push(counter);
+      const helper = join(bin, `${service}-helper`);
+      Deno.writeTextFileSync(
+        helper,
+        `#!/bin/sh\necho run >> '${counter}'\nsleep ${HELPER_SECONDS}\necho tok_${service}\n`,
+        { mode: 0o755 },
+      );
+      Deno.writeTextFileSync(
+        join(servicesDir, `${service}.toml`),
+        `[service]\nname = "${service}"\n\n[server]\ncommand = "${service}-mcp-server"\n\n` +
+          `[token]\nsource = "command"\ncommand = ["${helper}"]\nenv = "TOKEN"\nttl = 3600\n`,
+      );
+    }
+    return { ...shared, XDG_CONFIG_HOME: config };
+  };
+  return {
+    dir,
+    runtime,
+    env: envFor("services", SERVICES),
+    envNone: envFor("none", 0),
+    envNoToken: envFor("notoken", SERVICES, false),
+    socket: join(runtimeDir, "sherlock", "broker.sock"),
+    counters,
+  };
+}
+
+/** Runs sherlock to the end; returns its wall time; throws when it fails. */
+function sherlockSync(args: string[], env: Record<string, string>): number {
+  const start = performance.now();
+  const output = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", MAIN, ...args],
+    cwd: ROOT,
+    env,
+    clearEnv: true,
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).outputSync();
+  const wall = performance.now() - start;
+  if (!output.success) {
+    throw new Error(
+      `sherlock ${args.join(" ")} exited ${output.code}: ${
+        new TextDecoder().decode(output.stderr).trim()
+      }`,
+    );
+  }
+  return wall;
+}
+
+/** Runs sherlock to the end, asynchronously; resolves to its wall time. */
+async function sherlockAsync(
+  args: string[],
+  env: Record<string, string>,
+): Promise<number> {
+  const start = performance.now();
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", MAIN, ...args],
+    cwd: ROOT,
+    env,
+    clearEnv: true,
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  const wall = performance.now() - start;
+  if (!output.success) {
+    throw new Error(
+      `sherlock ${args.join(" ")} exited ${output.code}: ${
+        new TextDecoder().decode(output.stderr).trim()
+      }`,
+    );
+  }
+  return wall;
+}
+
+async function call(
+  socket: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<unknown> {
+  const response = await unixHttpRequest({
+    socket,
+    method,
+    path,
+    body,
+    timeoutMs: 120_000,
+  });
+  if (response.status !== 200) {
+    throw new Error(
+      `${method} ${path}: HTTP ${response.status} ${
+        JSON.stringify(response.body)
+      }`,
+    );
+  }
+  return response.body;
+}
+
+/** Locks and unlocks the store: every cached token is dropped. */
+async function coldCache(socket: string): Promise<void> {
+  await call(socket, "POST", "/v1/logout");
+  await call(socket, "POST", "/v1/login", { passphrase: PASSPHRASE });
+}
+
+function countRuns(counter: string): number {
+  try {
+    return Deno.readTextFileSync(counter).split("\n").filter((l) => l).length;
+  } catch {
+    return 0;
+  }
+}
+
+/** The value at quantile `q` (nearest rank) of sorted `values`. */
+export function quantile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  const rank = Math.ceil(q * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1];
+}
+
+/** Median, p90 and p99 of a set of times. */
+export interface Summary {
+  /** The median. */
+  median: number;
+  /** The 90th percentile (nearest rank). */
+  p90: number;
+  /** The 99th percentile (nearest rank). */
+  p99: number;
+  /** How many samples. */
+  count: number;
+}
+
+/** Summarizes a set of times. */
+export function summarize(times: readonly number[]): Summary {
+  const sorted = [...times].sort((a, b) => a - b);
+  const mid = sorted.length / 2;
+  const median = sorted.length % 2 === 1
+    ? sorted[Math.floor(mid)]
+    : (sorted[mid - 1] + sorted[mid]) / 2;
+  return {
+    median,
+    p90: quantile(sorted, 0.9),
+    p99: quantile(sorted, 0.99),
+    count: sorted.length,
+  };
+}
+
+/** Times `count` sequential requests; returns each one's ms. */
+async function roundTrips(
+  socket: string,
+  request: { method: string; path: string; body?: unknown },
+  count: number,
+): Promise<number[]> {
+  const times: number[] = [];
+  for (let index = 0; index < count; index++) {
+    const start = performance.now();
+    await call(socket, request.method, request.path, request.body);
+    times.push(performance.now() - start);
+  }
+  return times;
+}
+
+function ms(value: number, digits = 1): string {
+  return value.toFixed(digits);
+}
+
+async function main(): Promise<number> {
+  let options: BrokerBenchOptions;
+  try {
+    options = parseBrokerBenchArgs(Deno.args);
+  } catch (error) {
+    console.error(`${(error as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const sandbox = makeSandbox();
+  const log = (line: string) => console.error(`bench:broker: ${line}`);
+  try {
+    log(`sandbox ${sandbox.dir}, runtime ${sandbox.runtime}`);
+    sherlockSync(["broker", "start"], sandbox.env);
+    const passphraseFile = join(sandbox.dir, "passphrase");
+    Deno.writeTextFileSync(passphraseFile, `${PASSPHRASE}\n`);
+    sherlockSync(["login", "--passphrase-file", passphraseFile], sandbox.env);
+    const health = await call(sandbox.socket, "GET", "/v1/health") as {
+      pid: number;
+    };
+
+    // 1. Round trips.
+    log(`${options.requests} round trips of each kind`);
+    const token = {
+      method: "POST",
+      path: "/v1/token",
+      body: { service: "svc01", session: "bench", agent: "trivial" },
+    };
+    const batch = {
+      method: "POST",
+      path: "/v1/tokens",
+      body: {
+        services: sandbox.counters.map((_, index) =>
+          `svc${String(index + 1).padStart(2, "0")}`
+        ),
+        session: "bench",
+        agent: "trivial",
+      },
+    };
+    await roundTrips(sandbox.socket, token, 50); // fills the cache, warms up
+    await roundTrips(sandbox.socket, batch, 20);
+    await roundTrips(sandbox.socket, { method: "GET", path: "/v1/health" }, 50);
+    const tokenTimes = await roundTrips(
+      sandbox.socket,
+      token,
+      options.requests,
+    );
+    const batchTimes = await roundTrips(
+      sandbox.socket,
+      batch,
+      options.requests,
+    );
+    const healthTimes = await roundTrips(
+      sandbox.socket,
+      { method: "GET", path: "/v1/health" },
+      options.requests,
+    );
+
+    // 2. Sessions: cold, warm, none, interleaved.
+    const variants: { name: string; run: () => Promise<number> }[] = [
+      {
+        name: "cold",
+        run: async () => {
+          await coldCache(sandbox.socket);
+          return await sherlockAsync(["run", "trivial"], sandbox.env);
+        },
+      },
+      {
+        name: "warm",
+        run: () => sherlockAsync(["run", "trivial"], sandbox.env),
+      },
+      {
+        name: "none",
+        run: () => sherlockAsync(["run", "trivial"], sandbox.envNone),
+      },
+      {
+        name: "notoken",
+        run: () => sherlockAsync(["run", "trivial"], sandbox.envNoToken),
+      },
+    ];
+    const samples = new Map(variants.map((v) => [v.name, [] as number[]]));
+    const rounds = options.warmup + options.runs;
+    for (let round = 0; round < rounds; round++) {
+      log(`session round ${round + 1}/${rounds}`);
+      // Rotate the order, but a warm run needs the cache filled: the first
+      // round starts with cold.
+      for (let offset = 0; offset < variants.length; offset++) {
+        const variant = variants[(round + offset) % variants.length];
+        const wall = await variant.run();
+        if (round >= options.warmup) samples.get(variant.name)!.push(wall);
+      }
+    }
+
+    // 3. Bursts of 20 on a cold cache.
+    const burstWalls: number[] = [];
+    const burstRuns: number[] = [];
+    const helperRuns: number[][] = [];
+    for (let burst = 0; burst < options.bursts; burst++) {
+      log(`burst ${burst + 1}/${options.bursts} of ${BURST} sessions`);
+      await coldCache(sandbox.socket);
+      const before = sandbox.counters.map(countRuns);
+      const start = performance.now();
+      const walls = await Promise.all(
+        Array.from(
+          { length: BURST },
+          () => sherlockAsync(["run", "trivial"], sandbox.env),
+        ),
+      );
+      burstWalls.push(performance.now() - start);
+      burstRuns.push(...walls);
+      helperRuns.push(
+        sandbox.counters.map((counter, index) =>
+          countRuns(counter) - before[index]
+        ),
+      );
+    }
+    const after = await call(sandbox.socket, "GET", "/v1/health") as {
+      pid: number;
+    };
+    if (after.pid !== health.pid) throw new Error("the daemon was replaced");
+
+    // Report.
+    const token1 = summarize(tokenTimes);
+    const health1 = summarize(healthTimes);
+    const batch1 = summarize(batchTimes);
+    const cold = summarize(samples.get("cold")!);
+    const warm = summarize(samples.get("warm")!);
+    const none = summarize(samples.get("none")!);
+    const noToken = summarize(samples.get("notoken")!);
+    const bursts = summarize(burstWalls);
+    const perRun = summarize(burstRuns);
+    const allOnce = helperRuns.every((runs) => runs.every((n) => n === 1));
+    const cpu = cpus()[0]?.model ?? "unknown CPU";
+    const out: string[] = [];
+    out.push(
+      `Measured ${
+        new Date().toISOString().slice(0, 10)
+      } on ${cpus().length} × ${cpu}, ${Deno.build.os} ${Deno.build.arch}, ` +
+        `Deno ${Deno.version.deno}; ${options.runs} rounds after ${options.warmup} warm-up, ` +
+        `${options.requests} requests per series, ${options.bursts} bursts.`,
+      "",
+      "| round trip over the socket (one connection each) | median ms | p90 ms | p99 ms | requests/s (1 / mean) |",
+      "| --- | ---: | ---: | ---: | ---: |",
+    );
+    const mean = (times: number[]) =>
+      times.reduce((a, b) => a + b, 0) / times.length;
+    out.push(
+      `| \`POST /v1/token\`, cached token | ${ms(token1.median, 2)} | ${
+        ms(token1.p90, 2)
+      } | ${ms(token1.p99, 2)} | ${Math.round(1000 / mean(tokenTimes))} |`,
+      `| \`POST /v1/tokens\`, ${SERVICES} cached tokens | ${
+        ms(batch1.median, 2)
+      } | ${ms(batch1.p90, 2)} | ${ms(batch1.p99, 2)} | ${
+        Math.round(1000 / mean(batchTimes))
+      } |`,
+      `| \`GET /v1/health\` | ${ms(health1.median, 2)} | ${
+        ms(health1.p90, 2)
+      } | ${ms(health1.p99, 2)} | ${Math.round(1000 / mean(healthTimes))} |`,
+      "",
+      `| \`sherlock run\` (agent /bin/true) | median ms | p90 ms | median / none |`,
+      "| --- | ---: | ---: | ---: |",
+      `| no services (no broker) | ${ms(none.median)} | ${
+        ms(none.p90)
+      } | 1.00 |`,
+      `| ${SERVICES} services without a token (no broker) | ${
+        ms(noToken.median)
+      } | ${ms(noToken.p90)} | ${(noToken.median / none.median).toFixed(2)} |`,
+      `| ${SERVICES} command services, warm cache | ${ms(warm.median)} | ${
+        ms(warm.p90)
+      } | ${(warm.median / none.median).toFixed(2)} |`,
+      `| ${SERVICES} command services, cold cache (helpers ${
+        HELPER_SECONDS * 1000
+      } ms each) | ${ms(cold.median)} | ${ms(cold.p90)} | ${
+        (cold.median / none.median).toFixed(2)
+      } |`,
+      "",
+      `- cold − warm (the broker's time to run ${SERVICES} helpers): ${
+        ms(cold.median - warm.median)
+      } ms (one helper: ${HELPER_SECONDS * 1000} ms; ${SERVICES} in a row: ${
+        SERVICES * HELPER_SECONDS * 1000
+      } ms)`,
+      `- warm − none (${SERVICES} services on a warm cache against none): ${
+        ms(warm.median - none.median)
+      } ms, ${((warm.median / none.median - 1) * 100).toFixed(1)}%`,
+      `- warm − without a token (the broker's own share): ${
+        ms(warm.median - noToken.median)
+      } ms, ${((warm.median / noToken.median - 1) * 100).toFixed(1)}%`,
+      "",
+      `| ${BURST} simultaneous \`sherlock run\`, cold cache | median ms | p90 ms |`,
+      "| --- | ---: | ---: |",
+      `| whole burst (first start to last exit) | ${ms(bursts.median)} | ${
+        ms(bursts.p90)
+      } |`,
+      `| each session | ${ms(perRun.median)} | ${ms(perRun.p90)} |`,
+      "",
+      `- helper runs per service per burst: ${
+        helperRuns.map((runs) => `[${runs.join(",")}]`).join(" ")
+      } → ${
+        allOnce ? "each helper ran exactly once per burst" : "NOT once each"
+      }`,
+    );
+    console.log(out.join("\n"));
+    return allOnce ? 0 : 1;
+  } finally {
+    try {
+      sherlockSync(["broker", "stop"], sandbox.env);
+    } catch (error) {
+      log(`could not stop the broker: ${(error as Error).message}`);
+    }
+    Deno.removeSync(sandbox.dir, { recursive: true });
+    if (sandbox.runtime !== sandbox.dir) {
+      Deno.removeSync(sandbox.runtime, { recursive: true });
+    }
+  }
+}
+
+if (import.meta.main) Deno.exit(await main());

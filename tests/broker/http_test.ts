@@ -129,6 +129,42 @@ Deno.test("malformed requests get a JSON 4xx and the daemon goes on", async () =
       ),
       bad,
     ],
+    [
+      "tokens: services not a list",
+      post(
+        "/v1/tokens",
+        JSON.stringify({ services: "github", session: "s", agent: "a" }),
+      ),
+      bad,
+    ],
+    [
+      "tokens: a service not a name",
+      post(
+        "/v1/tokens",
+        JSON.stringify({ services: ["ok", "../x"], session: "s", agent: "a" }),
+      ),
+      bad,
+    ],
+    [
+      "tokens: a service twice",
+      post(
+        "/v1/tokens",
+        JSON.stringify({ services: ["a", "a"], session: "s", agent: "a" }),
+      ),
+      bad,
+    ],
+    [
+      "tokens: too many services",
+      post(
+        "/v1/tokens",
+        JSON.stringify({
+          services: Array.from({ length: 257 }, (_, i) => `s${i}`),
+          session: "s",
+          agent: "a",
+        }),
+      ),
+      bad,
+    ],
     ["passphrase not a string", post("/v1/login", '{"passphrase": 5}'), bad],
     [
       "create not a boolean",
@@ -182,6 +218,14 @@ Deno.test("malformed requests get a JSON 4xx and the daemon goes on", async () =
       status: 401,
       code: "not_logged_in",
     }],
+    [
+      "tokens while locked, even none",
+      post(
+        "/v1/tokens",
+        JSON.stringify({ services: [], session: "s", agent: "a" }),
+      ),
+      { status: 401, code: "not_logged_in" },
+    ],
     ["secrets while locked", get("/v1/secrets"), {
       status: 401,
       code: "not_logged_in",

@@ -21,10 +21,11 @@ import {
 import { VERSION } from "./version.ts";
 
 /**
- * Bump when a schema's output changes shape without a version change, so
- * that entries written by the older schema are not reused.
+ * Bump when a schema's output changes shape, or it refuses more, without a
+ * version change, so that entries written by the older schema are not
+ * reused.
  */
-const CACHE_REVISION = 2;
+const CACHE_REVISION = 3;
 
 /** Entries beyond this are dropped, oldest first. */
 const MAX_ENTRIES = 256;

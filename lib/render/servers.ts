@@ -81,8 +81,10 @@ export function serverEntries(
     const inlineValue = token.format.replaceAll("{token}", () => secret);
     if ("command" in server) {
       // Claude Code, Copilot and Gemini expand "$…" in a server's env
-      // values, which would change such a token: the shim passes it as is.
-      const dollar = options.tokens.get(name)?.includes("$") ?? false;
+      // values, which would change such a value (the token, or the
+      // service's format around it): the shim passes it as is. A redacted
+      // token (dry run) is not known to have one.
+      const dollar = options.tokens.has(name) && inlineValue.includes("$");
       if (
         needsToken && token.env &&
         (options.delivery(service) === "shim" || dollar)
@@ -115,12 +117,16 @@ export function serverEntries(
 /**
  * A service's token delivery: the service's own `[token] delivery`, else
  * config.toml's `[render] tokens` — unless the format forces the shim
- * (the config would end up in argv or in a file the operator owns).
+ * (the config would end up in argv or in a file the operator owns). A
+ * remote server is always `inline` otherwise: the agent connects to it
+ * itself, so there is no process to put a shim in front of (and a forced
+ * shim refuses it, see `planTokens`).
  */
 export function tokenDelivery(
   options: { service: Service; configured: TokenDelivery; forceShim: boolean },
 ): TokenDelivery {
   if (options.forceShim) return "shim";
+  if (!("command" in options.service.server)) return "inline";
   return options.service.token.delivery ?? options.configured;
 }
 

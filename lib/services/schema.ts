@@ -119,6 +119,12 @@ export const serviceSchema = z.strictObject({
   if (!stdio && token.env !== undefined) {
     issue("env", "only applies to a stdio server (command); use header");
   }
+  if (!stdio && token.delivery === "shim") {
+    issue(
+      "delivery",
+      "a remote server cannot get its token through the shim (the agent connects to it itself); remove it",
+    );
+  }
 }).transform((service): NormalizedService => ({
   service: service.service,
   server: service.server.command !== undefined

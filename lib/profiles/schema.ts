@@ -61,6 +61,17 @@ const mcpSchema = z.strictObject({
       message: `only applies to mode = "config-file"`,
     });
   }
+  // Merging goes one level down, into the key that holds the servers;
+  // servers-map has none, so sherlock's servers would be merged field by
+  // field into the operator's entries of the same name.
+  if (mcp.merge && mcp.format === "servers-map") {
+    context.addIssue({
+      code: "custom",
+      path: ["merge"],
+      message:
+        `needs a format whose servers sit under one key ("mcp-json", "opencode" or "gemini"), not "servers-map"`,
+    });
+  }
   if (isArgvFormat(mcp.format) && mcp.mode !== "cli-flag") {
     context.addIssue({
       code: "custom",

@@ -1,0 +1,219 @@
+/**
+ * The profile side of the newer deliveries: argv formats in the agent's
+ * argv (lib/launch/plan.ts buildArgs), and the schema's rules for `merge`
+ * and argv formats (lib/profiles/schema.ts), with the built-in profiles
+ * that use them. Also the service schema's rule that a remote server
+ * cannot ask for the shim.
+ */
+
+import assert from "node:assert/strict";
+import { parse } from "smol-toml";
+import { formatProblem } from "../../lib/config_files.ts";
+import { buildArgs } from "../../lib/launch/plan.ts";
+import { BUILTIN_PROFILES } from "../../lib/profiles/builtin.ts";
+import type { LoadedProfile } from "../../lib/profiles/loader.ts";
+import { type Profile, validateProfile } from "../../lib/profiles/schema.ts";
+import { validateService } from "../../lib/services/schema.ts";
+
+/** A loaded cli-flag profile with every default filled in. */
+function loaded(
+  mcp: Partial<Profile["mcp"]>,
+  argv: Profile["argv"] = { prefix: [], suffix: [] },
+): LoadedProfile {
+  return {
+    profile: {
+      agent: { name: "fake", executable: "fake", description: "" },
+      mcp: {
+        mode: "cli-flag",
+        flag: "-c",
+        value: "{path}",
+        joined: false,
+        format: "codex-overrides",
+        ...mcp,
+      },
+      env: {},
+      argv,
+      forbid: { env: [] },
+    },
+    source: "override",
+    path: "/cfg/sherlock/agents.d/fake.toml",
+    shadowsBuiltin: false,
+  };
+}
+
+const VALUES = [
+  'mcp_servers.github={command="sherlock",args=["shim"],env={}}',
+  'mcp_servers.docs={url="https://x.example/mcp",http_headers={}}',
+];
+
+Deno.test("buildArgs: an argv format repeats the flag once per value, in order", () => {
+  assert.deepEqual(
+    buildArgs({
+      loaded: loaded({}),
+      config: { values: VALUES },
+      userArgs: ["exec", "hi"],
+    }),
+    ["-c", VALUES[0], "-c", VALUES[1], "exec", "hi"],
+  );
+});
+
+Deno.test("buildArgs: joined = true makes each flag=value one word", () => {
+  assert.deepEqual(
+    buildArgs({
+      loaded: loaded({ flag: "--config", joined: true }),
+      config: { values: VALUES },
+      userArgs: [],
+    }),
+    [`--config=${VALUES[0]}`, `--config=${VALUES[1]}`],
+  );
+});
+
+Deno.test("buildArgs: no servers, no flag at all", () => {
+  assert.deepEqual(
+    buildArgs({
+      loaded: loaded({}, { prefix: ["exec"], suffix: ["--end"] }),
+      config: { values: [] },
+      userArgs: ["hi"],
+    }),
+    ["exec", "hi", "--end"],
+  );
+});
+
+Deno.test("buildArgs: argv values go between the prefix and the user's args, verbatim", () => {
+  const awkward = 'mcp_servers."a b"={command="x y",args=["$HOME","\\n"]}';
+  assert.deepEqual(
+    buildArgs({
+      loaded: loaded({}, { prefix: ["--pre"], suffix: ["--post"] }),
+      config: { values: [awkward] },
+      userArgs: ["-c", "model=o3", "--"],
+    }),
+    ["--pre", "-c", awkward, "-c", "model=o3", "--", "--post"],
+  );
+});
+
+Deno.test("buildArgs: the value template applies to a file's path, not to argv values", () => {
+  assert.deepEqual(
+    buildArgs({
+      loaded: loaded({ value: "@{path}" }),
+      config: { values: ["v"] },
+      userArgs: [],
+    }),
+    ["-c", "v"],
+  );
+});
+
+/** The one-line problem for a profile text, as the file `a.toml`. */
+function problem(text: string): string {
+  const result = validateProfile(parse(text), text);
+  assert.ok(!result.ok, "the profile should be invalid");
+  return formatProblem({ path: "a.toml", ...result.problem });
+}
+
+/** Validates a profile text; throws when it is invalid. */
+function valid(text: string): Profile {
+  const result = validateProfile(parse(text), text);
+  assert.ok(
+    result.ok,
+    result.ok ? "" : formatProblem({ path: "a.toml", ...result.problem }),
+  );
+  return result.value;
+}
+
+const AGENT = `[agent]\nname = "a"\nexecutable = "a"\n`;
+
+Deno.test("schema: merge = true with config-file and a keyed JSON format is valid", () => {
+  for (const format of ["mcp-json", "opencode", "gemini"]) {
+    const profile = valid(
+      `${AGENT}[mcp]\nmode = "config-file"\npath = "~/.x/settings.json"\nformat = "${format}"\nmerge = true\n`,
+    );
+    assert.equal(profile.mcp.merge, true);
+  }
+});
+
+Deno.test("schema: merge only applies to config-file", () => {
+  assert.equal(
+    problem(`${AGENT}[mcp]\nmode = "cli-flag"\nflag = "--m"\nmerge = true\n`),
+    'a.toml:7: mcp.merge: only applies to mode = "config-file"',
+  );
+  assert.equal(
+    problem(`${AGENT}[mcp]\nmode = "env-var"\nvar = "M"\nmerge = true\n`),
+    'a.toml:7: mcp.merge: only applies to mode = "config-file"',
+  );
+  // merge = false says nothing, whatever the mode.
+  valid(`${AGENT}[mcp]\nmode = "cli-flag"\nflag = "--m"\nmerge = false\n`);
+});
+
+Deno.test("schema: merge into a servers-map document is refused", () => {
+  assert.equal(
+    problem(
+      `${AGENT}[mcp]\nmode = "config-file"\npath = "/x.json"\nformat = "servers-map"\nmerge = true\n`,
+    ),
+    'a.toml:8: mcp.merge: needs a format whose servers sit under one key ("mcp-json", "opencode" or "gemini"), not "servers-map"',
+  );
+  // Written whole (no merge), servers-map is fine in config-file mode.
+  valid(
+    `${AGENT}[mcp]\nmode = "config-file"\npath = "/x.json"\nformat = "servers-map"\n`,
+  );
+});
+
+Deno.test("schema: an argv format needs cli-flag", () => {
+  assert.equal(
+    problem(
+      `${AGENT}[mcp]\nmode = "env-var"\nvar = "M"\nformat = "codex-overrides"\n`,
+    ),
+    'a.toml:7: mcp.format: "codex-overrides" renders flag values, so it needs mode = "cli-flag"',
+  );
+  assert.equal(
+    problem(
+      `${AGENT}[mcp]\nmode = "config-file"\npath = "/x"\nformat = "codex-overrides"\nmerge = true\n`,
+    ),
+    'a.toml:7: mcp.format: "codex-overrides" renders flag values, so it needs mode = "cli-flag"',
+  );
+  const profile = valid(
+    `${AGENT}[mcp]\nmode = "cli-flag"\nflag = "-c"\nformat = "codex-overrides"\n`,
+  );
+  assert.equal(profile.mcp.format, "codex-overrides");
+});
+
+Deno.test("built-in gemini: merges gemini documents into ~/.gemini/settings.json", () => {
+  const { mcp } = valid(BUILTIN_PROFILES.gemini);
+  assert.deepEqual(
+    { mode: mcp.mode, path: mcp.path, format: mcp.format, merge: mcp.merge },
+    {
+      mode: "config-file",
+      path: "~/.gemini/settings.json",
+      format: "gemini",
+      merge: true,
+    },
+  );
+});
+
+Deno.test("built-in codex: -c overrides, two words each", () => {
+  const { mcp } = valid(BUILTIN_PROFILES.codex);
+  assert.deepEqual(
+    { mode: mcp.mode, flag: mcp.flag, joined: mcp.joined, format: mcp.format },
+    {
+      mode: "cli-flag",
+      flag: "-c",
+      joined: false,
+      format: "codex-overrides",
+    },
+  );
+});
+
+Deno.test("service schema: [token] delivery = shim needs a stdio server", () => {
+  const remote = (delivery: string) =>
+    `[service]\nname = "s"\n[server]\nurl = "https://x.example/mcp"\n` +
+    `[token]\nsource = "secret"\nheader = "Authorization"\ndelivery = "${delivery}"\n`;
+  const shim = validateService(parse(remote("shim")), remote("shim"));
+  assert.ok(!shim.ok);
+  assert.equal(
+    formatProblem({ path: "s.toml", ...shim.problem }),
+    "s.toml:8: token.delivery: a remote server cannot get its token through the shim " +
+      "(the agent connects to it itself); remove it",
+  );
+  assert.ok(validateService(parse(remote("inline")), remote("inline")).ok);
+  const stdio =
+    `[service]\nname = "s"\n[server]\ncommand = "srv"\n[token]\nsource = "secret"\nenv = "T"\ndelivery = "shim"\n`;
+  assert.ok(validateService(parse(stdio), stdio).ok);
+});

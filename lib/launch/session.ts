@@ -185,6 +185,7 @@ export async function runSession(
         record,
         path: mergePath,
         document: document.document,
+        onWarning: options.onWarning,
       });
     } else if (document.kind === "json" && configPath !== undefined) {
       writeRenderedConfig({

@@ -21,6 +21,7 @@
  */
 
 import { CantCreateError } from "../errors.ts";
+import { dirname, isAbsolute, join } from "../file_paths.ts";
 import {
   describeFsError,
   removeIfPresent,
@@ -116,6 +117,14 @@ export function restoreMergedConfig(restore: MergeRestore): string | undefined {
       ? undefined
       : `${restore.path} was removed during the session; sherlock did not recreate it`;
   }
+  // Already put back (by a sherlock that died before it removed the
+  // record, say): nothing to do, and nothing changed.
+  if (
+    restore.original !== null &&
+    equalBytes(current, fromBase64(restore.original))
+  ) {
+    return undefined;
+  }
   if (sha256Hex(current) === restore.written) {
     if (restore.original === null) removeIfPresent(restore.path);
     else {
@@ -153,13 +162,63 @@ export function isPlainObject(
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** Follows symlinks, so that a dotfile managed as a symlink stays one. */
+/**
+ * Follows symlinks, so that a dotfile managed as a symlink stays one — also
+ * a dangling one, whose target sherlock then creates and removes again.
+ */
 export function resolveSymlinks(path: string): string {
+  let current = path;
+  // As many links as Linux follows (MAXSYMLINKS) before it gives up.
+  for (let hops = 0; hops < 40; hops++) {
+    try {
+      return Deno.realPathSync(current);
+    } catch {
+      // Missing: a dangling symlink is followed by hand below.
+    }
+    let target: string;
+    try {
+      target = Deno.readLinkSync(current);
+    } catch {
+      return current; // Not a symlink: a file that does not exist yet.
+    }
+    current = isAbsolute(target)
+      ? target
+      : join(realPathOr(dirname(current)), target);
+  }
+  return current;
+}
+
+function realPathOr(path: string): string {
   try {
     return Deno.realPathSync(path);
   } catch {
     return path;
   }
+}
+
+/**
+ * Parses an operator's file as a JSON object; a file of only white space
+ * counts as an empty one. Throws {@linkcode CantCreateError} otherwise.
+ */
+export function parseOperatorJson(
+  path: string,
+  bytes: Uint8Array,
+): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    const text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    parsed = text.trim() === "" ? {} : JSON.parse(text);
+  } catch {
+    throw new CantCreateError(
+      `${path} is not plain JSON (comments?); sherlock merges its servers only into a JSON file and left it untouched`,
+    );
+  }
+  if (!isPlainObject(parsed)) {
+    throw new CantCreateError(
+      `${path} does not hold a JSON object; sherlock left it untouched`,
+    );
+  }
+  return parsed;
 }
 
 /** A file's bytes, or undefined when it does not exist. */
@@ -179,6 +238,10 @@ export function toBase64(bytes: Uint8Array): string {
     binary += String.fromCharCode(...bytes.subarray(index, index + 0x8000));
   }
   return btoa(binary);
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((byte, index) => byte === b[index]);
 }
 
 function fromBase64(text: string): Uint8Array {

@@ -20,20 +20,21 @@ import {
   writeFileAtomically,
 } from "../private_files.ts";
 import {
-  isPlainObject,
   type MergeRestore,
   type MergeResult,
   mergeServers,
+  parseOperatorJson,
   readBytesIfPresent,
   resolveSymlinks,
   toBase64,
 } from "./merged_config.ts";
 import {
+  endStaleMergesInto,
   liveSessionOwning,
+  lockMerges,
   recordFile,
   saveSessionRecord,
   type SessionRecord,
-  sessionsDir,
   writeSessionFile,
 } from "./session_files.ts";
 
@@ -112,6 +113,8 @@ export interface WriteMergedConfigOptions {
   path: string;
   /** sherlock's part, e.g. `{mcpServers: {…}}`. */
   document: Record<string, unknown>;
+  /** Gets what putting back a dead session's merge into the file warns about. */
+  onWarning?: (message: string) => void;
 }
 
 /**
@@ -131,26 +134,12 @@ export async function writeMergedConfig(
         `${path} is in use by sherlock session ${owner.session} (${owner.agent}, pid ${owner.pid}); wait for it to end`,
       );
     }
+    // A dead session's servers are not the operator's: put them back first.
+    endStaleMergesInto(options.stateDir, path, options.onWarning);
     const original = readBytesIfPresent(path);
-    let existing: Record<string, unknown> = {};
-    if (original !== undefined) {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(
-          new TextDecoder("utf-8", { fatal: true }).decode(original),
-        );
-      } catch {
-        throw new CantCreateError(
-          `${path} is not plain JSON (comments?); sherlock merges its servers only into a JSON file and left it untouched`,
-        );
-      }
-      if (!isPlainObject(parsed)) {
-        throw new CantCreateError(
-          `${path} does not hold a JSON object; sherlock left it untouched`,
-        );
-      }
-      existing = parsed;
-    }
+    const existing = original === undefined
+      ? {}
+      : parseOperatorJson(path, original);
     let result: MergeResult;
     try {
       result = mergeServers(existing, options.document);
@@ -194,17 +183,4 @@ export async function writeMergedConfig(
   } finally {
     lock.close();
   }
-}
-
-/** Serializes merges: one session at a time checks and writes. */
-async function lockMerges(stateDir: string): Promise<Deno.FsFile> {
-  const folder = sessionsDir(stateDir);
-  ensurePrivateDir(folder);
-  const lock = await Deno.open(join(folder, "merge.lock"), {
-    create: true,
-    write: true,
-    mode: 0o600,
-  });
-  await lock.lock(true);
-  return lock;
 }

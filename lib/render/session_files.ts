@@ -126,10 +126,102 @@ export function sweepStaleSessions(
   const swept: SessionRecord[] = [];
   for (const record of readSessionRecords(stateDir)) {
     if (isSessionAlive(record)) continue;
-    for (const warning of endSession(stateDir, record)) onWarning(warning);
-    swept.push(record);
+    if ((record.restores ?? []).length === 0) {
+      for (const warning of endSession(stateDir, record)) onWarning(warning);
+      swept.push(record);
+      continue;
+    }
+    // Putting an operator's file back must not race another sherlock
+    // that sweeps the same record or merges into the same file.
+    const lock = lockMergesSync(stateDir);
+    try {
+      const current = readSessionRecord(stateDir, record.session);
+      if (current === undefined) continue; // Someone else swept it.
+      for (const warning of endSession(stateDir, current)) onWarning(warning);
+      swept.push(current);
+    } finally {
+      lock.close();
+    }
   }
   return swept;
+}
+
+/**
+ * Ends every dead session that merged into `path`. Call it while holding
+ * the merge lock, before merging into `path`: the file must hold the
+ * operator's content again, not a dead session's servers.
+ */
+export function endStaleMergesInto(
+  stateDir: string,
+  path: string,
+  onWarning: (message: string) => void = () => {},
+): void {
+  for (const record of readSessionRecords(stateDir)) {
+    if (
+      !isSessionAlive(record) &&
+      (record.restores ?? []).some((restore) => restore.path === path)
+    ) {
+      for (const warning of endSession(stateDir, record)) onWarning(warning);
+    }
+  }
+}
+
+const MERGE_LOCK_NAME = "merge.lock";
+
+function openMergeLock(stateDir: string): Deno.FsFile {
+  const folder = sessionsDir(stateDir);
+  ensurePrivateDir(folder);
+  return Deno.openSync(join(folder, MERGE_LOCK_NAME), {
+    create: true,
+    write: true,
+    mode: 0o600,
+  });
+}
+
+/**
+ * Takes the lock that serializes merges into operators' files and the
+ * restores of dead sessions' merges. Close the file to release it.
+ */
+export async function lockMerges(stateDir: string): Promise<Deno.FsFile> {
+  const lock = openMergeLock(stateDir);
+  try {
+    await lock.lock(true);
+  } catch (error) {
+    lock.close();
+    throw error;
+  }
+  return lock;
+}
+
+/** {@linkcode lockMerges}, blocking (for the synchronous sweep). */
+export function lockMergesSync(stateDir: string): Deno.FsFile {
+  const lock = openMergeLock(stateDir);
+  try {
+    lock.lockSync(true);
+  } catch (error) {
+    lock.close();
+    throw error;
+  }
+  return lock;
+}
+
+/** One session's record as it is on disk now, if it is there and readable. */
+function readSessionRecord(
+  stateDir: string,
+  session: string,
+): SessionRecord | undefined {
+  try {
+    const text = readTextIfPresent(
+      join(sessionsDir(stateDir), `${session}.json`),
+    );
+    if (text === undefined) return undefined;
+    const record = JSON.parse(text) as SessionRecord;
+    return record.version === 1 && Array.isArray(record.files)
+      ? record
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Every readable session record. */

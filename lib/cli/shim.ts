@@ -78,31 +78,13 @@ export async function shimCommand(args: readonly string[]): Promise<number> {
     timeoutMs: 600_000,
   });
   const [program, ...programArgs] = shim.command;
-  // stdin and stdout are the MCP channel: pass them straight through.
-  let child: Deno.ChildProcess;
-  try {
-    child = new Deno.Command(program, {
-      args: programArgs,
-      env: {
-        [shim.tokenEnv]: shim.tokenFormat.replaceAll("{token}", answer.token),
-      },
-      stdin: "inherit",
-      stdout: "inherit",
-      stderr: "inherit",
-    }).spawn();
-  } catch (error) {
-    const what = `the server of service ${shim.service} (${program})`;
-    if (error instanceof Deno.errors.NotFound) {
-      throw new ExecutableNotFoundError(`${what} was not found on PATH`);
-    }
-    if (error instanceof Deno.errors.PermissionDenied) {
-      throw new NotExecutableError(`${what} is not executable`);
-    }
-    throw error;
-  }
-  const forward = (signal: Deno.Signal) => () => {
+  // Caught from before the server exists, so that a signal that arrives
+  // while it starts still reaches it instead of ending the shim alone.
+  let child: Deno.ChildProcess | undefined;
+  const pending: Deno.Signal[] = [];
+  const forward = (signal: Deno.Signal) => {
     try {
-      child.kill(signal);
+      child?.kill(signal);
     } catch {
       // Already gone.
     }
@@ -110,16 +92,44 @@ export async function shimCommand(args: readonly string[]): Promise<number> {
   const handlers: [Deno.Signal, () => void][] = [];
   if (Deno.build.os !== "windows") {
     for (const signal of [...FORWARDED_SIGNALS, ...IGNORED_SIGNALS]) {
-      const handler = forward(signal);
+      const handler = () => child ? forward(signal) : pending.push(signal);
       Deno.addSignalListener(signal, handler);
       handlers.push([signal, handler]);
     }
   }
-  const status = await child.status;
-  for (const [signal, handler] of handlers) {
-    Deno.removeSignalListener(signal, handler);
+  try {
+    // stdin and stdout are the MCP channel: pass them straight through.
+    try {
+      child = new Deno.Command(program, {
+        args: programArgs,
+        env: {
+          // A function, so that `$&` or `$$` in a token is not a pattern.
+          [shim.tokenEnv]: shim.tokenFormat.replaceAll(
+            "{token}",
+            () => answer.token,
+          ),
+        },
+        stdin: "inherit",
+        stdout: "inherit",
+        stderr: "inherit",
+      }).spawn();
+    } catch (error) {
+      const what = `the server of service ${shim.service} (${program})`;
+      if (error instanceof Deno.errors.NotFound) {
+        throw new ExecutableNotFoundError(`${what} was not found on PATH`);
+      }
+      if (error instanceof Deno.errors.PermissionDenied) {
+        throw new NotExecutableError(`${what} is not executable`);
+      }
+      throw error;
+    }
+    for (const signal of pending) forward(signal);
+    return exitCodeOf(await child.status);
+  } finally {
+    for (const [signal, handler] of handlers) {
+      Deno.removeSignalListener(signal, handler);
+    }
   }
-  return exitCodeOf(status);
 }
 
 /** Parses the shim's argv. Throws {@linkcode UsageError}. */

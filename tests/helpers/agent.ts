@@ -22,7 +22,7 @@ import { type ProfileSpec, profileToml } from "./profiles.ts";
 import { type RunningSherlock, startSherlock } from "./sherlock.ts";
 import { waitUntil } from "./wait.ts";
 
-export type { AgentRecord, ConfigSeen } from "./fake_agent.ts";
+export type { AgentRecord, ConfigSeen, ServerRun } from "./fake_agent.ts";
 
 /** The fake agent program. */
 export const FAKE_AGENT_TS: string = fileURLToPath(
@@ -80,6 +80,11 @@ export interface AgentRunOptions {
   stdout?: string;
   /** Read stdin to its end and record it. */
   readStdin?: boolean;
+  /**
+   * Start each stdio server of the rendered config with this text on its
+   * stdin, and record what it printed (see `fake_agent.ts`).
+   */
+  runServers?: string;
 }
 
 let runs = 0;
@@ -106,6 +111,9 @@ export class AgentRun {
     if (options.config) env.FAKE_AGENT_CONFIG = options.config;
     if (options.stdout !== undefined) env.FAKE_AGENT_STDOUT = options.stdout;
     if (options.readStdin) env.FAKE_AGENT_READ_STDIN = "1";
+    if (options.runServers !== undefined) {
+      env.FAKE_AGENT_RUN_SERVERS = options.runServers;
+    }
     this.env = env;
   }
 

@@ -22,6 +22,11 @@
  *   makes the agent exit 128+N, as a shell would report it.
  * - `FAKE_AGENT_STDOUT`: text to print on stdout.
  * - `FAKE_AGENT_READ_STDIN=1`: read stdin to its end and record it.
+ * - `FAKE_AGENT_RUN_SERVERS`: text for the servers' stdin. The agent starts
+ *   each stdio server of the rendered config (`mcpServers` entries with a
+ *   `command`, as Claude Code or Gemini CLI would: its own environment plus
+ *   the entry's `env`), writes the text to its stdin, closes it, and
+ *   records its stdout, stderr and exit code — before the first record.
  * - `FAKE_AGENT_KILL`: a signal to kill itself with, after waiting.
  * - `FAKE_AGENT_EXIT`: the exit code (default 0).
  *
@@ -50,6 +55,18 @@ export interface AgentRecord {
   signals: string[];
   /** What was read from stdin, with `FAKE_AGENT_READ_STDIN=1`. */
   stdin: string | null;
+  /** The stdio servers it ran, by name, with `FAKE_AGENT_RUN_SERVERS`. */
+  servers: Record<string, ServerRun> | null;
+}
+
+/** One stdio server the fake agent ran. */
+export interface ServerRun {
+  /** Its exit code (128+N when signal N ended it). */
+  code: number;
+  /** Everything it printed on stdout. */
+  stdout: string;
+  /** Everything it printed on stderr. */
+  stderr: string;
 }
 
 /** The rendered config as the agent saw it. */
@@ -104,6 +121,46 @@ function seeConfig(path: string | null): ConfigSeen | null {
   return { path, text, mode: modeOf(path), dirMode: modeOf(folder) };
 }
 
+/** Runs every stdio server of a `{"mcpServers": …}` config. */
+async function runServers(
+  text: string | null,
+  input: string,
+): Promise<Record<string, ServerRun>> {
+  const servers = (JSON.parse(text ?? "{}").mcpServers ?? {}) as Record<
+    string,
+    { command?: string; args?: string[]; env?: Record<string, string> }
+  >;
+  const runs: Record<string, ServerRun> = {};
+  for (const [name, entry] of Object.entries(servers)) {
+    if (entry.command === undefined) continue;
+    let child: Deno.ChildProcess;
+    try {
+      child = new Deno.Command(entry.command, {
+        args: entry.args ?? [],
+        env: entry.env ?? {},
+        stdin: "piped",
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+    } catch (error) {
+      runs[name] = { code: 127, stdout: "", stderr: String(error) };
+      continue;
+    }
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(input));
+    await writer.close();
+    const output = await child.output();
+    runs[name] = {
+      code: output.signal
+        ? 128 + (constants.signals as Record<string, number>)[output.signal]
+        : output.code,
+      stdout: new TextDecoder().decode(output.stdout),
+      stderr: new TextDecoder().decode(output.stderr),
+    };
+  }
+  return runs;
+}
+
 function write(path: string | undefined, record: AgentRecord): void {
   if (!path) return;
   const temporary = `${path}.${Deno.pid}.tmp`;
@@ -125,7 +182,14 @@ async function main(): Promise<never> {
     config: seeConfig(configPath(env.FAKE_AGENT_CONFIG, args)),
     signals: [],
     stdin: null,
+    servers: null,
   };
+  if (env.FAKE_AGENT_RUN_SERVERS !== undefined) {
+    record.servers = await runServers(
+      record.config?.text ?? null,
+      env.FAKE_AGENT_RUN_SERVERS,
+    );
+  }
   if (env.FAKE_AGENT_STDOUT) {
     Deno.stdout.writeSync(new TextEncoder().encode(env.FAKE_AGENT_STDOUT));
   }

@@ -1,0 +1,190 @@
+/**
+ * Codex-style delivery end to end: a fake agent whose profile renders
+ * `format = "codex-overrides"` into `-c` flag values. One `-c <value>` per
+ * service, never a token in argv (tokens always go through the shim), and a
+ * remote service with a token refused up front.
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { parse } from "smol-toml";
+import { addFakeAgent, AgentRun } from "../helpers/agent.ts";
+import { createBrokerHome, sh, tokenServiceToml } from "../helpers/broker.ts";
+import { createTestHome, type TestHome } from "../helpers/home.ts";
+import { remoteServiceToml, stdioServiceToml } from "../helpers/profiles.ts";
+import { HANG_GUARD_MS, lines, runSherlock } from "../helpers/sherlock.ts";
+
+/** The fake agent's profile name. */
+const AGENT = "cdx";
+
+/** Adds the fake agent with Codex's delivery. */
+function addCodexLikeAgent(home: TestHome): void {
+  addFakeAgent(home, {
+    name: AGENT,
+    executable: "fake",
+    mcp: { mode: "cli-flag", flag: "-c", format: "codex-overrides" },
+    prefix: ["exec"],
+  });
+}
+
+/** A `-c` value read back as Codex reads it. */
+function readOverride(value: string): [string, Record<string, unknown>] {
+  const document = JSON.parse(JSON.stringify(parse(value))) as {
+    mcp_servers: Record<string, Record<string, unknown>>;
+  };
+  const [entry, ...more] = Object.entries(document.mcp_servers);
+  assert.deepEqual(more, []);
+  return entry;
+}
+
+Deno.test("codex-overrides: -c <value> per service, tokens behind the shim, none in argv", async () => {
+  await using home = await createBrokerHome();
+  addCodexLikeAgent(home);
+  const helper = home.tokenHelper("api");
+  const out = join(home.scratch, "api-server.token");
+  const server = home.writeScript(
+    "api-server",
+    `printf '%s' "$API_TOKEN" > ${sh(out)}\nexec cat`,
+  );
+  home.writeService(
+    "api",
+    tokenServiceToml({ name: "api", command: [helper.path], env: "API_TOKEN" })
+      .replace(
+        'command = "mcp-server-api"',
+        `command = ${JSON.stringify(server)}\nargs = ["two words", "ü\\\\x"]`,
+      ),
+  );
+  home.writeService(
+    "tools",
+    stdioServiceToml("tools", {
+      command: "tools-server",
+      args: ['say "hi"'],
+      env: { LEVEL: "3" },
+    }),
+  );
+  home.writeService(
+    "docs",
+    remoteServiceToml("docs", {
+      url: "https://docs.example.com/mcp",
+      headers: { "X-Team": "platform" },
+    }),
+  );
+  await home.login();
+
+  using agent = new AgentRun(home.scratch);
+  const result = await home.sherlock([AGENT, "hi"], { env: agent.env });
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(result.stderr, "");
+  const { args, env } = agent.record();
+  // exec, then -c <value> per service (by name), then the user's args.
+  assert.equal(args.length, 8, args.join("\n"));
+  assert.deepEqual(
+    [args[0], args[1], args[3], args[5], args[7]],
+    ["exec", "-c", "-c", "-c", "hi"],
+  );
+  const overrides = Object.fromEntries(
+    [args[2], args[4], args[6]].map(readOverride),
+  );
+  assert.deepEqual(Object.keys(overrides), ["api", "docs", "tools"]);
+  assert.deepEqual(overrides.docs, {
+    url: "https://docs.example.com/mcp",
+    http_headers: { "X-Team": "platform" },
+  });
+  assert.deepEqual(overrides.tools, {
+    command: "tools-server",
+    args: ['say "hi"'],
+    env: { LEVEL: "3" },
+  });
+  const api = overrides.api as {
+    command: string;
+    args: string[];
+    env: Record<string, string>;
+  };
+  const shim = api.args.indexOf("shim");
+  assert.ok(shim >= 0, api.args.join(" "));
+  assert.deepEqual(api.args.slice(api.args.indexOf("--")), [
+    "--",
+    server,
+    "two words",
+    "ü\\x",
+  ]);
+  assert.deepEqual(api.env, {});
+  // No token anywhere in the agent's argv or environment.
+  assert.equal(JSON.stringify(args).includes(helper.token), false);
+  assert.equal(JSON.stringify(env).includes(helper.token), false);
+  assert.equal(helper.runs(), 0, "no token is fetched for the session itself");
+
+  // Codex would start the entry as it reads it: the server gets the token.
+  const child = new Deno.Command(api.command, {
+    args: api.args,
+    env: { ...home.env, ...api.env },
+    clearEnv: true,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const guard = setTimeout(() => child.kill("SIGKILL"), HANG_GUARD_MS);
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode("ping\n"));
+  await writer.close();
+  const output = await child.output();
+  clearTimeout(guard);
+  assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
+  assert.equal(new TextDecoder().decode(output.stdout), "ping\n");
+  assert.equal(Deno.readTextFileSync(out), helper.token);
+});
+
+Deno.test("codex-overrides: a remote service with a token: exit 78, one line, nothing started", async () => {
+  await using home = await createTestHome();
+  addCodexLikeAgent(home);
+  home.writeService(
+    "docs",
+    tokenServiceToml({
+      name: "docs",
+      source: "secret",
+      url: "https://docs.example.com/mcp",
+    }),
+  );
+  using agent = new AgentRun(home.scratch);
+  const result = await runSherlock([AGENT], {
+    env: { ...home.env, ...agent.env },
+  });
+  assert.equal(result.code, 78);
+  assert.deepEqual(lines(result.stderr), [
+    `sherlock: service docs is a remote server with a token, and agent ${AGENT} would put it in argv, ` +
+    "which every local user can read; use a stdio server for it, or another agent",
+  ]);
+  assert.equal(result.stdout, "");
+  assert.equal(agent.hasStarted, false);
+  assert.deepEqual(home.sessionRecords(), []);
+  assert.deepEqual(home.runtimeFiles(), [], "no broker was started");
+});
+
+Deno.test("codex-overrides: --dry-run prints the flag values, no token fetched", async () => {
+  await using home = await createTestHome();
+  addCodexLikeAgent(home);
+  home.writeService(
+    "api",
+    tokenServiceToml({
+      name: "api",
+      command: ["/bin/false"],
+      env: "API_TOKEN",
+    }),
+  );
+  const result = await runSherlock(["--dry-run", AGENT], { env: home.env });
+  assert.equal(result.code, 0, result.stderr);
+  assert.match(
+    result.stdout,
+    /in argv \(codex-overrides; tokens always through the shim\)/,
+  );
+  const values = result.stdout.split(
+    "--- flag values (tokens redacted) ---\n",
+  )[1];
+  const [value, ...more] = lines(values);
+  assert.deepEqual(more, []);
+  const [name, entry] = readOverride(value);
+  assert.equal(name, "api");
+  assert.ok((entry.args as string[]).includes("shim"));
+  assert.equal(value.includes("<redacted>"), false);
+  assert.deepEqual(home.runtimeFiles(), []);
+});

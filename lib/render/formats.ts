@@ -127,9 +127,12 @@ function codexOverrides(
   });
 }
 
-/** A TOML basic string: JSON's escapes are all valid TOML escapes. */
+/**
+ * A TOML basic string: JSON's escapes are all valid TOML escapes, but TOML
+ * also forbids a raw DEL (U+007F), which JSON leaves as it is.
+ */
 function tomlString(value: string): string {
-  return JSON.stringify(value);
+  return JSON.stringify(value).replaceAll("\x7f", "\\u007f");
 }
 
 function tomlKey(key: string): string {

@@ -5,7 +5,7 @@
  * |-------------------|----------------------------|-------|
  * | `mcp-json`        | Claude Code, Copilot, Qwen | `{"mcpServers": {n: {type, command, args, env} \| {type, url, headers}}}` |
  * | `servers-map`     | Amp                        | `{n: {command, args, env} \| {url, headers}}` |
- * | `opencode`        | opencode                   | `{"mcp": {n: {type: "local", command: [..], environment} \| {type: "remote", url, headers}}}` |
+ * | `opencode`        | opencode                   | `{"$schema", "mcp": {n: {type: "local", command: [..], environment} \| {type: "remote", url, headers}}}` |
  * | `gemini`          | Gemini CLI                 | `{"mcpServers": {n: {command, args, env} \| {httpUrl \| url, headers}}}` |
  * | `codex-overrides` | Codex                      | argv values `mcp_servers.<n>={command="…",args=[…],env={…}}` (TOML) |
  *
@@ -23,9 +23,12 @@ export type RenderedDocument =
   | {
     /** A document written to a file. */
     kind: "json";
-    /** The document. */
+    /** The document: sherlock's servers under their key (what a merge adds). */
     document: Record<string, unknown>;
-    /** The file's text. */
+    /**
+     * The file's text: the document, and for opencode its `$schema` first
+     * (see {@linkcode OPENCODE_SCHEMA}).
+     */
     text: string;
   }
   | {
@@ -44,12 +47,21 @@ export function renderDocument(
     return { kind: "argv", values: codexOverrides(servers) };
   }
   const document = jsonDocument(format, servers);
+  // opencode rewrites a config file that has no "$schema" (to add one): a
+  // file sherlock did not write is never removed, so it would stay behind,
+  // inline tokens and all. A merge adds only the servers' key.
+  const file = format === "opencode"
+    ? { $schema: OPENCODE_SCHEMA, ...document }
+    : document;
   return {
     kind: "json",
     document,
-    text: JSON.stringify(document, null, 2) + "\n",
+    text: JSON.stringify(file, null, 2) + "\n",
   };
 }
+
+/** The `$schema` of an opencode config file; opencode adds it when missing. */
+export const OPENCODE_SCHEMA = "https://opencode.ai/config.json";
 
 function jsonDocument(
   format: McpFormat,

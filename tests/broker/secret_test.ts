@@ -10,6 +10,7 @@ import {
   randomToken,
   renderedServers,
   runSherlockNullStdin,
+  runSherlockOnPty,
   tokenServiceToml,
 } from "../helpers/broker.ts";
 import { lines } from "../helpers/sherlock.ts";
@@ -151,4 +152,28 @@ Deno.test("secrets need a login; an empty stdin fails at once without a daemon",
     assert.equal(lines(result.stderr).length, 1);
     assert.match(result.stderr, /sherlock login/);
   }
+});
+
+Deno.test("on a terminal, secret set prompts without echo, and not at all when logged out", async () => {
+  await using home = await createBrokerHome();
+  await home.sherlock(["broker", "start"]);
+  const locked = await runSherlockOnPty(["secret", "set", "api"], {
+    env: home.env,
+    steps: [],
+  });
+  assert.equal(locked.code, 77, locked.screen);
+  assert.match(locked.screen, /not logged in.*sherlock login/);
+  assert.doesNotMatch(locked.screen, /Secret for api/, "no prompt");
+
+  await home.login();
+  const value = randomToken("typed");
+  const set = await runSherlockOnPty(["secret", "set", "api"], {
+    env: home.env,
+    steps: [{ expect: /Secret for api: /, send: `${value}\r` }],
+  });
+  assert.equal(set.code, 0, set.screen);
+  assert.match(set.screen, /stored the secret of api/);
+  assert.equal(set.screen.includes(value), false, "no echo");
+  const ls = await home.sherlock(["secret", "ls"]);
+  assert.match(ls.stdout, /^api /m);
 });

@@ -308,16 +308,32 @@ export function summarize(times: readonly number[]): Summary {
 }
 
 /** Times `count` sequential requests; returns each one's ms. */
+/** One kind of request of the round-trip series. */
+interface Probe {
+  method: string;
+  path: string;
+  body?: unknown;
+}
+
+/**
+ * Times `count` sequential requests of each kind, interleaved (one of each
+ * per round, the order rotating) so that the machine's load spreads over
+ * every kind alike; returns each kind's times in ms.
+ */
 async function roundTrips(
   socket: string,
-  request: { method: string; path: string; body?: unknown },
+  probes: readonly Probe[],
   count: number,
-): Promise<number[]> {
-  const times: number[] = [];
-  for (let index = 0; index < count; index++) {
-    const start = performance.now();
-    await call(socket, request.method, request.path, request.body);
-    times.push(performance.now() - start);
+): Promise<number[][]> {
+  const times = probes.map(() => [] as number[]);
+  for (let round = 0; round < count; round++) {
+    for (let offset = 0; offset < probes.length; offset++) {
+      const index = (round + offset) % probes.length;
+      const probe = probes[index];
+      const start = performance.now();
+      await call(socket, probe.method, probe.path, probe.body);
+      times[index].push(performance.now() - start);
+    }
   }
   return times;
 }
@@ -364,22 +380,11 @@ async function main(): Promise<number> {
         agent: "trivial",
       },
     };
-    await roundTrips(sandbox.socket, token, 50); // fills the cache, warms up
-    await roundTrips(sandbox.socket, batch, 20);
-    await roundTrips(sandbox.socket, { method: "GET", path: "/v1/health" }, 50);
-    const tokenTimes = await roundTrips(
+    const probes = [token, batch, { method: "GET", path: "/v1/health" }];
+    await roundTrips(sandbox.socket, probes, 50); // fills the cache, warms up
+    const [tokenTimes, batchTimes, healthTimes] = await roundTrips(
       sandbox.socket,
-      token,
-      options.requests,
-    );
-    const batchTimes = await roundTrips(
-      sandbox.socket,
-      batch,
-      options.requests,
-    );
-    const healthTimes = await roundTrips(
-      sandbox.socket,
-      { method: "GET", path: "/v1/health" },
+      probes,
       options.requests,
     );
 

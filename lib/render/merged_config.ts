@@ -146,7 +146,11 @@ export function restoreMergedConfig(restore: MergeRestore): string | undefined {
   if (!isPlainObject(parsed)) {
     return `${restore.path} changed during the session; sherlock left it as it is`;
   }
-  const text = JSON.stringify(unmergeServers(parsed, restore), null, 2) + "\n";
+  const unmerged = unmergeServers(parsed, restore);
+  // Nothing of sherlock's is left in it (the operator took it out): the
+  // file is the operator's alone, and stays exactly as they wrote it.
+  if (JSON.stringify(unmerged) === JSON.stringify(parsed)) return undefined;
+  const text = JSON.stringify(unmerged, null, 2) + "\n";
   writeFileAtomically({
     path: restore.path,
     bytes: new TextEncoder().encode(text),

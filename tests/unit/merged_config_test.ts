@@ -384,6 +384,19 @@ Deno.test("endSession: a file the operator changed keeps the change and loses on
   });
 });
 
+Deno.test("endSession: a file the operator rewrote without sherlock's servers is left exactly as it is", async () => {
+  await withFolder(async ({ state, home }) => {
+    const path = join(home, "settings.json");
+    writeFile(path, OPERATOR_TEXT);
+    const record = await merge(state, path);
+    const theirs =
+      '{"theme":"light",  "mcpServers": {"mine": {"command": "m"}}}';
+    Deno.writeTextFileSync(path, theirs);
+    assert.deepEqual(endSession(state, record), []);
+    assert.equal(Deno.readTextFileSync(path), theirs);
+  });
+});
+
 Deno.test("endSession: a file that is no longer JSON, or was removed, is left as it is with a warning", async () => {
   await withFolder(async ({ state, home }) => {
     const path = join(home, "settings.json");

@@ -441,6 +441,11 @@ export interface StopResult {
    * short settling time; they were then killed with SIGKILL.
    */
   leftovers: Leftover[];
+  /**
+   * Milliseconds from the CLI's exit until the rest of its tree and group
+   * had exited too (0: nothing outlived it; at most `settleMs`).
+   */
+  lingeredMs: number;
 }
 
 /** Options of {@linkcode stopCli}. */
@@ -483,20 +488,22 @@ export async function stopCli(
   const ms = performance.now() - started;
   // The children get a moment to notice that their parent is gone.
   let alive: number[] = [];
-  const settle = performance.now() +
-    (exitedInGrace ? options.settleMs ?? 1000 : 0);
+  const settleStart = performance.now();
+  const settle = settleStart + (exitedInGrace ? options.settleMs ?? 1000 : 0);
+  let lingeredMs = 0;
   do {
     for (const pid of processTree(cli.pid)) tree.add(pid);
     alive = [...new Set([...tree, ...groupMembers(cli.pid)])]
       .filter((pid) => pid !== cli.pid && isAlive(pid));
     if (alive.length === 0) break;
     await delay(50);
+    lingeredMs = performance.now() - settleStart;
   } while (performance.now() < settle);
   const leftovers = alive.map((pid) => ({ pid, cmdline: cmdline(pid) }));
   kill(-cli.pid, "SIGKILL");
   for (const pid of [cli.pid, ...alive]) kill(pid, "SIGKILL");
   const status = await cli.status;
-  return { signalled, exitedInGrace, ms, status, leftovers };
+  return { signalled, exitedInGrace, ms, status, leftovers, lingeredMs };
 }
 
 /** `pid` and its descendants, read from /proc (just `pid` elsewhere). */

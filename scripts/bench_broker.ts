@@ -210,6 +210,38 @@ function sherlockSync(args: string[], env: Record<string, string>): number {
   return wall;
 }
 
+/**
+ * The CPU time (user + system) of this process's reaped children so far, in
+ * ms, from /proc/self/stat (Linux; USER_HZ is 100), else NaN. It moves far
+ * less than wall time with the other load of a shared machine; it counts
+ * sherlock's own process, not the daemon's work or the helpers'.
+ */
+function childrenCpuMs(): number {
+  try {
+    const stat = Deno.readTextFileSync("/proc/self/stat");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[13]) + Number(fields[14])) * 10;
+  } catch {
+    return NaN;
+  }
+}
+
+/** One session's wall time and (run alone) CPU time, in ms. */
+interface Sample {
+  wall: number;
+  cpu: number;
+}
+
+/** Runs one sherlock alone to the end; its wall and CPU time. */
+async function timedSession(
+  args: string[],
+  env: Record<string, string>,
+): Promise<Sample> {
+  const before = childrenCpuMs();
+  const wall = await sherlockAsync(args, env);
+  return { wall, cpu: childrenCpuMs() - before };
+}
+
 /** Runs sherlock to the end, asynchronously; resolves to its wall time. */
 async function sherlockAsync(
   args: string[],
@@ -342,6 +374,14 @@ function ms(value: number, digits = 1): string {
   return value.toFixed(digits);
 }
 
+/** `+d ms (+p%)` of `value` against `base`. */
+function percent(value: number, base: number): string {
+  const sign = value >= base ? "+" : "−";
+  return `${sign}${ms(Math.abs(value - base))} ms (${sign}${
+    Math.abs((value / base - 1) * 100).toFixed(1)
+  }%)`;
+}
+
 async function main(): Promise<number> {
   let options: BrokerBenchOptions;
   try {
@@ -389,28 +429,28 @@ async function main(): Promise<number> {
     );
 
     // 2. Sessions: cold, warm, none, interleaved.
-    const variants: { name: string; run: () => Promise<number> }[] = [
+    const variants: { name: string; run: () => Promise<Sample> }[] = [
       {
         name: "cold",
         run: async () => {
           await coldCache(sandbox.socket);
-          return await sherlockAsync(["run", "trivial"], sandbox.env);
+          return await timedSession(["run", "trivial"], sandbox.env);
         },
       },
       {
         name: "warm",
-        run: () => sherlockAsync(["run", "trivial"], sandbox.env),
+        run: () => timedSession(["run", "trivial"], sandbox.env),
       },
       {
         name: "none",
-        run: () => sherlockAsync(["run", "trivial"], sandbox.envNone),
+        run: () => timedSession(["run", "trivial"], sandbox.envNone),
       },
       {
         name: "notoken",
-        run: () => sherlockAsync(["run", "trivial"], sandbox.envNoToken),
+        run: () => timedSession(["run", "trivial"], sandbox.envNoToken),
       },
     ];
-    const samples = new Map(variants.map((v) => [v.name, [] as number[]]));
+    const samples = new Map(variants.map((v) => [v.name, [] as Sample[]]));
     const rounds = options.warmup + options.runs;
     for (let round = 0; round < rounds; round++) {
       log(`session round ${round + 1}/${rounds}`);
@@ -418,8 +458,8 @@ async function main(): Promise<number> {
       // round starts with cold.
       for (let offset = 0; offset < variants.length; offset++) {
         const variant = variants[(round + offset) % variants.length];
-        const wall = await variant.run();
-        if (round >= options.warmup) samples.get(variant.name)!.push(wall);
+        const sample = await variant.run();
+        if (round >= options.warmup) samples.get(variant.name)!.push(sample);
       }
     }
 
@@ -455,10 +495,22 @@ async function main(): Promise<number> {
     const token1 = summarize(tokenTimes);
     const health1 = summarize(healthTimes);
     const batch1 = summarize(batchTimes);
-    const cold = summarize(samples.get("cold")!);
-    const warm = summarize(samples.get("warm")!);
-    const none = summarize(samples.get("none")!);
-    const noToken = summarize(samples.get("notoken")!);
+    const wallOf = (name: string) =>
+      summarize(samples.get(name)!.map((sample) => sample.wall));
+    const cpuOf = (name: string) => {
+      const list = samples.get(name)!;
+      return list.reduce((sum, sample) => sum + sample.cpu, 0) / list.length;
+    };
+    const cold = wallOf("cold");
+    const warm = wallOf("warm");
+    const none = wallOf("none");
+    const noToken = wallOf("notoken");
+    const [coldCpu, warmCpu, noneCpu, noTokenCpu] = [
+      "cold",
+      "warm",
+      "none",
+      "notoken",
+    ].map(cpuOf);
     const bursts = summarize(burstWalls);
     const perRun = summarize(burstRuns);
     const allOnce = helperRuns.every((runs) => runs.every((n) => n === 1));
@@ -489,34 +541,40 @@ async function main(): Promise<number> {
         ms(health1.p90, 2)
       } | ${ms(health1.p99, 2)} | ${Math.round(1000 / mean(healthTimes))} |`,
       "",
-      `| \`sherlock run\` (agent /bin/true) | median ms | p90 ms | median / none |`,
-      "| --- | ---: | ---: | ---: |",
-      `| no services (no broker) | ${ms(none.median)} | ${
-        ms(none.p90)
-      } | 1.00 |`,
-      `| ${SERVICES} services without a token (no broker) | ${
-        ms(noToken.median)
-      } | ${ms(noToken.p90)} | ${(noToken.median / none.median).toFixed(2)} |`,
-      `| ${SERVICES} command services, warm cache | ${ms(warm.median)} | ${
-        ms(warm.p90)
-      } | ${(warm.median / none.median).toFixed(2)} |`,
-      `| ${SERVICES} command services, cold cache (helpers ${
-        HELPER_SECONDS * 1000
-      } ms each) | ${ms(cold.median)} | ${ms(cold.p90)} | ${
-        (cold.median / none.median).toFixed(2)
-      } |`,
+      `| \`sherlock run\` (agent /bin/true) | wall median ms | wall p90 ms | median / none | CPU mean ms | CPU / none |`,
+      "| --- | ---: | ---: | ---: | ---: | ---: |",
+      ...([
+        ["no services (no broker)", none, noneCpu],
+        [
+          `${SERVICES} services without a token (no broker)`,
+          noToken,
+          noTokenCpu,
+        ],
+        [`${SERVICES} command services, warm cache`, warm, warmCpu],
+        [
+          `${SERVICES} command services, cold cache (helpers ${
+            HELPER_SECONDS * 1000
+          } ms each)`,
+          cold,
+          coldCpu,
+        ],
+      ] as const).map(([label, wall, cpu]) =>
+        `| ${label} | ${ms(wall.median)} | ${ms(wall.p90)} | ${
+          (wall.median / none.median).toFixed(2)
+        } | ${ms(cpu)} | ${(cpu / noneCpu).toFixed(2)} |`
+      ),
       "",
-      `- cold − warm (the broker's time to run ${SERVICES} helpers): ${
+      `- cold − warm (the broker's time to run ${SERVICES} helpers), wall: ${
         ms(cold.median - warm.median)
       } ms (one helper: ${HELPER_SECONDS * 1000} ms; ${SERVICES} in a row: ${
         SERVICES * HELPER_SECONDS * 1000
       } ms)`,
-      `- warm − none (${SERVICES} services on a warm cache against none): ${
-        ms(warm.median - none.median)
-      } ms, ${((warm.median / none.median - 1) * 100).toFixed(1)}%`,
-      `- warm − without a token (the broker's own share): ${
-        ms(warm.median - noToken.median)
-      } ms, ${((warm.median / noToken.median - 1) * 100).toFixed(1)}%`,
+      `- warm against none: wall ${percent(warm.median, none.median)}, CPU ${
+        percent(warmCpu, noneCpu)
+      }`,
+      `- warm against ${SERVICES} services without a token (the broker's own share): wall ${
+        percent(warm.median, noToken.median)
+      }, CPU ${percent(warmCpu, noTokenCpu)}`,
       "",
       `| ${BURST} simultaneous \`sherlock run\`, cold cache | median ms | p90 ms |`,
       "| --- | ---: | ---: |",

@@ -305,7 +305,7 @@ export async function runSherlockCase(
         })`
         : `exited by itself (${exitOf(stop.status)})`
     }${
-      stop.lingeredMs > 0
+      stop.lingeredMs > 0 && !options.crash
         ? `; servers outlived it by ${Math.round(stop.lingeredMs)} ms`
         : ""
     }`,

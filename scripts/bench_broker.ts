@@ -49,6 +49,8 @@ export interface BrokerBenchOptions {
   requests: number;
   /** Bursts of 20 simultaneous sessions. */
   bursts: number;
+  /** The sherlock checkout to measure (default: this one). */
+  root: string;
 }
 
 /** The services of the session benchmark, and how long each helper takes. */
@@ -63,7 +65,9 @@ const USAGE =
   --runs N      measured rounds of the session variants (default 20)
   --warmup N    unmeasured rounds first (default 3)
   --requests N  requests per round-trip series (default 1000)
-  --bursts N    bursts of ${BURST} simultaneous sessions (default 5)`;
+  --bursts N    bursts of ${BURST} simultaneous sessions (default 5)
+  --root DIR    the sherlock checkout to measure (default: this one), e.g.
+                an older commit from "git archive" to compare against`;
 
 /** Parses the command line; throws a one-line message on a mistake. */
 export function parseBrokerBenchArgs(
@@ -74,10 +78,15 @@ export function parseBrokerBenchArgs(
     warmup: 3,
     requests: 1000,
     bursts: 5,
+    root: join(dirname(fileURLToPath(import.meta.url)), ".."),
   };
   for (let index = 0; index < args.length; index++) {
     const arg = args[index];
     const text = args[++index];
+    if (arg === "--root" && text !== undefined) {
+      options.root = text;
+      continue;
+    }
     const number = Number(text);
     if (text === undefined || !Number.isInteger(number) || number < 0) {
       throw new Error(`${arg} needs a whole number`);
@@ -106,8 +115,8 @@ interface Sandbox {
   counters: string[];
 }
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
-const MAIN = join(ROOT, "main.ts");
+/** The checkout being measured; set from `--root` before anything runs. */
+let root = "";
 
 const TRIVIAL_PROFILE = `[agent]
 name = "trivial"
@@ -191,8 +200,8 @@ function makeSandbox(): Sandbox {
 function sherlockSync(args: string[], env: Record<string, string>): number {
   const start = performance.now();
   const output = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", MAIN, ...args],
-    cwd: ROOT,
+    args: ["run", "--allow-all", join(root, "main.ts"), ...args],
+    cwd: root,
     env,
     clearEnv: true,
     stdin: "null",
@@ -249,8 +258,8 @@ async function sherlockAsync(
 ): Promise<number> {
   const start = performance.now();
   const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", MAIN, ...args],
-    cwd: ROOT,
+    args: ["run", "--allow-all", join(root, "main.ts"), ...args],
+    cwd: root,
     env,
     clearEnv: true,
     stdin: "null",
@@ -390,6 +399,7 @@ async function main(): Promise<number> {
     console.error(`${(error as Error).message}\n\n${USAGE}`);
     return 2;
   }
+  root = options.root;
   const sandbox = makeSandbox();
   const log = (line: string) => console.error(`bench:broker: ${line}`);
   try {
@@ -420,9 +430,20 @@ async function main(): Promise<number> {
         agent: "trivial",
       },
     };
-    const probes = [token, batch, { method: "GET", path: "/v1/health" }];
+    const hasBatch = (await unixHttpRequest({
+      socket: sandbox.socket,
+      method: "POST",
+      path: "/v1/tokens",
+      body: batch.body,
+      timeoutMs: 120_000,
+    })).status === 200;
+    const probes = [
+      token,
+      { method: "GET", path: "/v1/health" },
+      ...(hasBatch ? [batch] : []),
+    ];
     await roundTrips(sandbox.socket, probes, 50); // fills the cache, warms up
-    const [tokenTimes, batchTimes, healthTimes] = await roundTrips(
+    const [tokenTimes, healthTimes, batchTimes = []] = await roundTrips(
       sandbox.socket,
       probes,
       options.requests,
@@ -494,7 +515,7 @@ async function main(): Promise<number> {
     // Report.
     const token1 = summarize(tokenTimes);
     const health1 = summarize(healthTimes);
-    const batch1 = summarize(batchTimes);
+    const batch1 = hasBatch ? summarize(batchTimes) : undefined;
     const wallOf = (name: string) =>
       summarize(samples.get(name)!.map((sample) => sample.wall));
     const cpuOf = (name: string) => {
@@ -532,11 +553,15 @@ async function main(): Promise<number> {
       `| \`POST /v1/token\`, cached token | ${ms(token1.median, 2)} | ${
         ms(token1.p90, 2)
       } | ${ms(token1.p99, 2)} | ${Math.round(1000 / mean(tokenTimes))} |`,
-      `| \`POST /v1/tokens\`, ${SERVICES} cached tokens | ${
-        ms(batch1.median, 2)
-      } | ${ms(batch1.p90, 2)} | ${ms(batch1.p99, 2)} | ${
-        Math.round(1000 / mean(batchTimes))
-      } |`,
+      ...(batch1
+        ? [
+          `| \`POST /v1/tokens\`, ${SERVICES} cached tokens | ${
+            ms(batch1.median, 2)
+          } | ${ms(batch1.p90, 2)} | ${ms(batch1.p99, 2)} | ${
+            Math.round(1000 / mean(batchTimes))
+          } |`,
+        ]
+        : []),
       `| \`GET /v1/health\` | ${ms(health1.median, 2)} | ${
         ms(health1.p90, 2)
       } | ${ms(health1.p99, 2)} | ${Math.round(1000 / mean(healthTimes))} |`,

@@ -182,7 +182,7 @@ export async function runSherlockCase(
     );
     handshakeMs = performance.now() - cli.startedAt;
     if (options.crash) {
-      await crashAndSweep(home, cli, seeded, seededBefore, env);
+      await crashAndSweep(home, cli, seeded, seededBefore, env, token);
     }
     if (recipe.awaitExit) await exitWithin(cli, options.timeoutMs ?? 120_000);
   } finally {
@@ -333,6 +333,7 @@ async function crashAndSweep(
   seeded: string[],
   seededBefore: Snapshot,
   env: Record<string, string>,
+  token: string,
 ): Promise<void> {
   Deno.kill(cli.pid, "SIGKILL");
   await cli.exit;
@@ -351,6 +352,7 @@ async function crashAndSweep(
   home.writeProfile("noop", profileToml({ name: "noop", executable: "true" }));
   const next = await home.sherlock(["run", "noop"], { env });
   assert.equal(next.code, 0, `sherlock run noop: ${next.stderr}`);
+  assert.ok(!`${next.stdout}${next.stderr}`.includes(token));
 }
 
 /** The session records (not the merge lock beside them). */

@@ -7,10 +7,18 @@
 
 import { formatProblem } from "../config_files.ts";
 import { socketPath } from "../broker/protocol.ts";
-import { ExecutableNotFoundError, NotExecutableError } from "../errors.ts";
+import {
+  ConfigError,
+  ExecutableNotFoundError,
+  NotExecutableError,
+} from "../errors.ts";
 import type { Env, SherlockPaths } from "../paths.ts";
 import { type LoadedProfile, loadProfile } from "../profiles/loader.ts";
-import { isArgvFormat, renderDocument } from "../render/formats.ts";
+import {
+  isArgvFormat,
+  renderDocument,
+  unsupportedServer,
+} from "../render/formats.ts";
 import {
   runtimeConfigPath,
   writeMergedConfig,
@@ -103,6 +111,14 @@ export async function runSession(
   const session = newSessionId();
   const socket = socketPath(paths.runtimeDir);
   const mergePath = mcp.merge ? configFilePath(loaded, context) : undefined;
+  for (const service of services) {
+    const reason = unsupportedServer(mcp.format, service.server);
+    if (reason !== undefined) {
+      throw new ConfigError(
+        `service ${service.service.name} ${reason}; agent ${options.agent} cannot use it`,
+      );
+    }
+  }
   const plan = planTokens({
     services,
     configured: settings.render.tokens,
@@ -116,14 +132,12 @@ export async function runSession(
   const tokens = options.dryRun
     ? new Map<string, string>()
     : await fetchSessionTokens({ plan, socket, session, agent: options.agent });
-  const document = renderDocument(
-    mcp.format,
-    serverEntries(services, {
-      tokens,
-      delivery: plan.delivery,
-      shim: { command: selfCommand(), socket, session, agent: options.agent },
-    }),
-  );
+  const entries = serverEntries(services, {
+    tokens,
+    delivery: plan.delivery,
+    shim: { command: selfCommand(), socket, session, agent: options.agent },
+  });
+  const document = renderDocument(mcp.format, entries);
   const configPath = document.kind === "argv"
     ? undefined
     : mcp.mode === "config-file"

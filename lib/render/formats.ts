@@ -13,6 +13,7 @@
  */
 
 import { isArgvFormat, type McpFormat } from "./format_names.ts";
+import type { RemoteServer, StdioServer } from "../services/loader.ts";
 import type { ServerEntry } from "./servers.ts";
 
 export { isArgvFormat, MCP_FORMATS } from "./format_names.ts";
@@ -37,6 +38,23 @@ export type RenderedDocument =
     /** The values. */
     values: string[];
   };
+
+/**
+ * Why `format` cannot carry this server, or undefined when it can: Codex
+ * speaks only streamable HTTP to remote servers, not the older SSE.
+ */
+export function unsupportedServer(
+  format: McpFormat,
+  server: StdioServer | RemoteServer,
+): string | undefined {
+  if (
+    format === "codex-overrides" && "url" in server &&
+    server.transport === "sse"
+  ) {
+    return 'is an SSE server, and Codex speaks only streamable HTTP (transport = "http")';
+  }
+  return undefined;
+}
 
 /** Renders the servers as the document `format` names. */
 export function renderDocument(

@@ -160,6 +160,29 @@ Deno.test("codex-overrides: a remote service with a token: exit 78, one line, no
   assert.deepEqual(home.runtimeFiles(), [], "no broker was started");
 });
 
+Deno.test("codex-overrides: an SSE server: exit 78, one line, nothing started", async () => {
+  await using home = await createTestHome();
+  addCodexLikeAgent(home);
+  home.writeService(
+    "events",
+    remoteServiceToml("events", {
+      url: "http://127.0.0.1:9/sse",
+      transport: "sse",
+    }),
+  );
+  using agent = new AgentRun(home.scratch);
+  const result = await runSherlock([AGENT], {
+    env: { ...home.env, ...agent.env },
+  });
+  assert.equal(result.code, 78);
+  assert.deepEqual(lines(result.stderr), [
+    `sherlock: service events is an SSE server, and Codex speaks only streamable HTTP ` +
+    `(transport = "http"); agent ${AGENT} cannot use it`,
+  ]);
+  assert.equal(agent.hasStarted, false);
+  assert.deepEqual(home.sessionRecords(), []);
+});
+
 Deno.test("codex-overrides: --dry-run prints the flag values, no token fetched", async () => {
   await using home = await createTestHome();
   addCodexLikeAgent(home);

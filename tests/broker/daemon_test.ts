@@ -11,6 +11,7 @@ import {
   createBrokerHome,
   isAlive,
   modeOf,
+  PASSPHRASE,
   tokenServiceToml,
 } from "../helpers/broker.ts";
 import { lines, startSherlock } from "../helpers/sherlock.ts";
@@ -24,7 +25,7 @@ Deno.test("20 clients at once on a fresh runtime folder: one daemon, all succeed
     (_, index) =>
       index % 2 === 0
         ? home.sherlock(["broker", "start"])
-        : home.sherlock(["login"], { stdin: "correct horse battery staple\n" }),
+        : home.sherlock(["login"], { stdin: `${PASSPHRASE}\n` }),
   );
   const results = await Promise.all(clients);
   for (const [index, result] of results.entries()) {

@@ -7,6 +7,7 @@
  * @module
  */
 
+import { importLazily } from "./lazy_import.ts";
 import { join } from "./file_paths.ts";
 import { ConfigError } from "./errors.ts";
 import { describeFsError } from "./private_files.ts";
@@ -107,7 +108,9 @@ export async function parseTomlText(
   path: string,
   text: string,
 ): Promise<Record<string, unknown>> {
-  const { parse } = await import("smol-toml");
+  const { parse } = await importLazily<typeof import("./toml_parser.ts")>(
+    new URL("./toml_parser.ts", import.meta.url),
+  );
   try {
     return parse(text) as Record<string, unknown>;
   } catch (error) {

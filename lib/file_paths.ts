@@ -13,6 +13,8 @@
  * @module
  */
 
+import { importLazily } from "./lazy_import.ts";
+
 /** The path functions that sherlock uses. */
 export interface PathFunctions {
   /** Joins segments and normalizes the result, as `node:path`'s `join`. */
@@ -52,8 +54,14 @@ export const delimiter: string = functions.delimiter;
 export const fromFileUrl: PathFunctions["fromFileUrl"] = functions.fromFileUrl;
 
 async function loadNode(): Promise<PathFunctions> {
-  const path = await import("node:path");
-  const { fileURLToPath } = await import("node:url");
+  // Built at run time so that Deno does not load node:path at every
+  // start-up on Linux and macOS too (see lazy_import.ts).
+  const path = await importLazily<typeof import("node:path")>(
+    new URL("node:path"),
+  );
+  const { fileURLToPath } = await importLazily<typeof import("node:url")>(
+    new URL("node:url"),
+  );
   return {
     join: path.join,
     dirname: path.dirname,

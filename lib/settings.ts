@@ -6,6 +6,7 @@
  * @module
  */
 
+import { importLazily } from "./lazy_import.ts";
 import { readTomlFile } from "./config_files.ts";
 import type { SherlockPaths } from "./paths.ts";
 import { readTextIfPresent } from "./private_files.ts";
@@ -32,7 +33,9 @@ export async function loadSettings(
     path: sources.paths.configFile,
     text,
     loadValidator: async () =>
-      (await import("./settings_schema.ts")).validateSettings,
+      (await importLazily<typeof import("./settings_schema.ts")>(
+        new URL("./settings_schema.ts", import.meta.url),
+      )).validateSettings,
     cache: sources.cache,
   });
 }

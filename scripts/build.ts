@@ -43,6 +43,7 @@
  * @module
  */
 
+import { LAZY_MODULES } from "../lib/lazy_import.ts";
 import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -449,6 +450,9 @@ function compile(
     // reads and writes its XDG folders and talks to the broker's socket:
     // any narrower set of permissions would be one it cannot keep.
     "--allow-all",
+    // Modules imported only when needed are not in main.ts's static graph
+    // (see lib/lazy_import.ts): name each one.
+    ...LAZY_MODULES.flatMap((module) => ["--include", module]),
     "--target",
     target,
     "--output",

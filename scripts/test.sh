@@ -10,7 +10,7 @@ cd "$sherlock_root"
 echo "== deno fmt --check, deno lint, deno check" >&2
 "$DENO" fmt --check
 "$DENO" lint
-"$DENO" check main.ts scripts/ tests/
+"$DENO" check main.ts lib/ scripts/ tests/
 
 echo "== installing the real agent CLIs the e2e tests run (tests/e2e/clis.json)" >&2
 "$DENO" run --allow-all tests/e2e/install_clis.ts

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { importLazily } from "../lazy_import.ts";
 import { join } from "node:path";
 import { brokerHealth, callBroker, ensureBroker } from "../broker/client.ts";
 import { readAudit } from "../broker/daemon/audit_log.ts";
@@ -98,7 +99,9 @@ async function serve(args: readonly string[]): Promise<number> {
       paths,
       cache: new ValidationCache(paths.cacheDir),
     });
-    const { serveBroker } = await import("../broker/daemon/serve.ts");
+    const { serveBroker } = await importLazily<
+      typeof import("../broker/daemon/serve.ts")
+    >(new URL("../broker/daemon/serve.ts", import.meta.url));
     outcome = await serveBroker({ paths, settings, log: logLine });
   } catch (error) {
     // In the background nobody sees stderr: the client that started this

@@ -6,6 +6,8 @@
  * @module
  */
 
+import { importLazily } from "../lazy_import.ts";
+
 /** One command. */
 export interface CommandSpec {
   /** The one-line summary shown by `sherlock --help`. */
@@ -18,45 +20,75 @@ export interface CommandSpec {
 export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
   run: {
     summary: "start an agent with its per-session MCP config",
-    load: async () => (await import("./run.ts")).runCommand,
+    load: async () =>
+      (await importLazily<typeof import("./run.ts")>(
+        new URL("./run.ts", import.meta.url),
+      )).runCommand,
   },
   agents: {
     summary: "list the agent profiles, or show one",
-    load: async () => (await import("./agents.ts")).agentsCommand,
+    load: async () =>
+      (await importLazily<typeof import("./agents.ts")>(
+        new URL("./agents.ts", import.meta.url),
+      )).agentsCommand,
   },
   login: {
     summary:
       "unlock the secret store in the broker (creates it the first time)",
-    load: async () => (await import("./login.ts")).loginCommand,
+    load: async () =>
+      (await importLazily<typeof import("./login.ts")>(
+        new URL("./login.ts", import.meta.url),
+      )).loginCommand,
   },
   logout: {
     summary: "lock the store and drop cached tokens",
-    load: async () => (await import("./login.ts")).logoutCommand,
+    load: async () =>
+      (await importLazily<typeof import("./login.ts")>(
+        new URL("./login.ts", import.meta.url),
+      )).logoutCommand,
   },
   whoami: {
     summary: "who is logged in, through which provider, since when",
-    load: async () => (await import("./login.ts")).whoamiCommand,
+    load: async () =>
+      (await importLazily<typeof import("./login.ts")>(
+        new URL("./login.ts", import.meta.url),
+      )).whoamiCommand,
   },
   secret: {
     summary: "set, remove or list the secrets of the local store",
-    load: async () => (await import("./secret.ts")).secretCommand,
+    load: async () =>
+      (await importLazily<typeof import("./secret.ts")>(
+        new URL("./secret.ts", import.meta.url),
+      )).secretCommand,
   },
   broker: {
     summary:
       "serve, start, stop or inspect the credential broker; its audit log",
-    load: async () => (await import("./broker.ts")).brokerCommand,
+    load: async () =>
+      (await importLazily<typeof import("./broker.ts")>(
+        new URL("./broker.ts", import.meta.url),
+      )).brokerCommand,
   },
   shim: {
     summary: "(used inside rendered configs) run an MCP server with its token",
-    load: async () => (await import("./shim.ts")).shimCommand,
+    load: async () =>
+      (await importLazily<typeof import("./shim.ts")>(
+        new URL("./shim.ts", import.meta.url),
+      )).shimCommand,
   },
   help: {
     summary: "show this help, or a command's",
-    load: async () => (await import("./help.ts")).helpCommand,
+    load: async () =>
+      (await importLazily<typeof import("./help.ts")>(
+        new URL("./help.ts", import.meta.url),
+      )).helpCommand,
   },
   version: {
     summary: "print sherlock's version",
-    load: async () => (await import("./help.ts")).versionCommand,
+    load: async () =>
+      (await importLazily<typeof import("./help.ts")>(
+        new URL("./help.ts", import.meta.url),
+      )).versionCommand,
   },
 };
 

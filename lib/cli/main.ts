@@ -5,6 +5,7 @@
  * @module
  */
 
+import { importLazily } from "../lazy_import.ts";
 import { UsageError } from "../errors.ts";
 import { COMMANDS, isCommandName } from "./commands.ts";
 import { commandContext } from "./context.ts";
@@ -22,7 +23,9 @@ export async function main(args: readonly string[]): Promise<number> {
 async function dispatch(args: readonly string[]): Promise<number> {
   const [first] = args;
   if (first === undefined) {
-    const { mainHelp } = await import("./help.ts");
+    const { mainHelp } = await importLazily<typeof import("./help.ts")>(
+      new URL("./help.ts", import.meta.url),
+    );
     Deno.stderr.writeSync(new TextEncoder().encode(mainHelp() + "\n"));
     return 2;
   }
@@ -53,6 +56,8 @@ async function dispatch(args: readonly string[]): Promise<number> {
  */
 async function isProfileName(name: string): Promise<boolean> {
   if (name.startsWith("-")) return false;
-  const { profileNames } = await import("../profiles/loader.ts");
+  const { profileNames } = await importLazily<
+    typeof import("../profiles/loader.ts")
+  >(new URL("../profiles/loader.ts", import.meta.url));
   return profileNames(commandContext().paths).has(name);
 }

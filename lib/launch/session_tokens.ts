@@ -6,8 +6,8 @@
  * @module
  */
 
-import { fetchTokens, NotLoggedInError } from "../broker/client.ts";
 import { ConfigError, NoPermissionError } from "../errors.ts";
+import { importLazily } from "../lazy_import.ts";
 import type { TokenDelivery } from "../render/servers.ts";
 import { tokenDelivery } from "../render/servers.ts";
 import { needsToken, type Service } from "../services/loader.ts";
@@ -67,6 +67,10 @@ export async function fetchSessionTokens(
 ): Promise<Map<string, string>> {
   const { needing, inline } = options.plan;
   if (needing.length === 0) return new Map();
+  // Only sessions with tokens load the broker client.
+  const { fetchTokens, NotLoggedInError } = await importLazily<
+    typeof import("../broker/client.ts")
+  >(new URL("../broker/client.ts", import.meta.url));
   try {
     // With no inline service, this only checks the login (for the shims).
     return await fetchTokens({

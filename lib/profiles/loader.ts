@@ -9,6 +9,7 @@
  * @module
  */
 
+import { importLazily } from "../lazy_import.ts";
 import { join } from "../file_paths.ts";
 import {
   type FileProblem,
@@ -144,8 +145,12 @@ export async function loadAllProfiles(
 async function loadProfileValidator(
   basename: string,
 ): Promise<Validator<Profile>> {
-  const { validateProfile } = await import("./schema.ts");
-  const { requireNameMatchesFile } = await import("../schema_problems.ts");
+  const { validateProfile } = await importLazily<
+    typeof import("./schema.ts")
+  >(new URL("./schema.ts", import.meta.url));
+  const { requireNameMatchesFile } = await importLazily<
+    typeof import("../schema_problems.ts")
+  >(new URL("../schema_problems.ts", import.meta.url));
   return requireNameMatchesFile({
     validate: validateProfile,
     basename,

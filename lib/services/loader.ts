@@ -6,6 +6,7 @@
  * @module
  */
 
+import { importLazily } from "../lazy_import.ts";
 import {
   type FileProblem,
   InvalidFileError,
@@ -86,8 +87,12 @@ export function needsToken(service: Service): boolean {
 async function loadServiceValidator(
   basename: string,
 ): Promise<Validator<Service>> {
-  const { validateService } = await import("./schema.ts");
-  const { requireNameMatchesFile } = await import("../schema_problems.ts");
+  const { validateService } = await importLazily<
+    typeof import("./schema.ts")
+  >(new URL("./schema.ts", import.meta.url));
+  const { requireNameMatchesFile } = await importLazily<
+    typeof import("../schema_problems.ts")
+  >(new URL("../schema_problems.ts", import.meta.url));
   return requireNameMatchesFile({
     validate: validateService,
     basename,

@@ -1,12 +1,17 @@
 /**
- * `sherlock run` imports no `node:` module: the first one starts Deno's Node
- * compatibility layer, which costs about a third of Deno's own start-up
- * (docs/BENCHMARKS.md). Only the modules that `run` loads statically are
- * checked; dynamic imports (commands, schemas, the daemon) load on demand.
+ * What `sherlock run` loads at start-up. Deno loads a module's static
+ * imports, and also every dynamic import whose specifier is a literal, when
+ * the program starts; so the launch path must reach no `node:` module (the
+ * first one starts Deno's Node compatibility layer, about a third of Deno's
+ * own start-up, docs/BENCHMARKS.md), no zod and no daemon code through
+ * either. Modules needed only sometimes go through `importLazily`, and a
+ * compiled binary includes exactly `LAZY_MODULES`: both lists must agree.
  */
 
 import assert from "node:assert/strict";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { LAZY_MODULES } from "../../lib/lazy_import.ts";
 
 interface Dependency {
   code?: { specifier?: string };
@@ -18,38 +23,82 @@ interface Graph {
 }
 
 const ROOT = new URL("../../", import.meta.url);
+const ROOT_PATH = fileURLToPath(ROOT);
 
-Deno.test("the launch path (main.ts → sherlock run) imports no node: module", async () => {
+/** Every module Deno loads at start-up for `root`, with who imports it. */
+async function startupGraph(root: string): Promise<Map<string, string>> {
   const output = await new Deno.Command(Deno.execPath(), {
-    args: ["info", "--json", "main.ts"],
-    cwd: fileURLToPath(ROOT),
+    args: ["info", "--json", root],
+    cwd: ROOT_PATH,
     stdout: "piped",
     stderr: "piped",
   }).output();
   assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
   const graph = JSON.parse(new TextDecoder().decode(output.stdout)) as Graph;
   const modules = new Map(graph.modules.map((m) => [m.specifier, m]));
-  const importer = new Map<string, string>();
-  const roots = ["main.ts", "lib/cli/main.ts", "lib/cli/run.ts"].map((path) =>
-    new URL(path, ROOT).href
-  );
-  const pending = [...roots];
-  const seen = new Set<string>(roots);
+  const rootUrl = new URL(root, ROOT).href;
+  const importer = new Map<string, string>([[rootUrl, "(root)"]]);
+  const pending = [rootUrl];
   while (pending.length > 0) {
     const specifier = pending.pop()!;
     for (const dependency of modules.get(specifier)?.dependencies ?? []) {
       const target = dependency.code?.specifier;
-      if (dependency.isDynamic || target === undefined || seen.has(target)) {
-        continue;
-      }
-      seen.add(target);
-      importer.set(target, specifier);
+      if (target === undefined || importer.has(target)) continue;
+      importer.set(target, specifier.replace(ROOT.href, ""));
       pending.push(target);
     }
   }
-  assert.ok(seen.has(new URL("lib/launch/session.ts", ROOT).href));
-  const nodeImports = [...seen].filter((s) => s.startsWith("node:")).map(
-    (s) => `${s} (imported by ${importer.get(s)?.replace(ROOT.href, "")})`,
+  return importer;
+}
+
+/** The files of `lib/`, recursively. */
+function libFiles(folder = join(ROOT_PATH, "lib")): string[] {
+  const files: string[] = [];
+  for (const entry of Deno.readDirSync(folder)) {
+    const path = join(folder, entry.name);
+    if (entry.isDirectory) files.push(...libFiles(path));
+    else if (entry.name.endsWith(".ts")) files.push(path);
+  }
+  return files;
+}
+
+Deno.test("the launch path (main.ts, then sherlock run) loads no node:, zod or daemon module at start-up", async () => {
+  const loaded = new Map([
+    ...await startupGraph("main.ts"),
+    ...await startupGraph("lib/cli/run.ts"),
+  ]);
+  assert.ok(loaded.has(new URL("lib/launch/session.ts", ROOT).href));
+  const unwanted = [...loaded.keys()].filter((specifier) =>
+    specifier.startsWith("node:") || /\/zod@/.test(specifier) ||
+    specifier.includes("/lib/broker/daemon/") ||
+    specifier.includes("/lib/profiles/schema.ts") ||
+    specifier.includes("/lib/services/schema.ts")
+  ).map((specifier) =>
+    `${specifier.replace(ROOT.href, "")} (imported by ${loaded.get(specifier)})`
   );
-  assert.deepEqual(nodeImports, []);
+  assert.deepEqual(unwanted, []);
+});
+
+Deno.test("lib/ has no literal dynamic import: each goes through importLazily", () => {
+  const literal = /(?<!typeof\s)\bimport\(\s*["'`]/;
+  const offenders = libFiles().flatMap((file) =>
+    Deno.readTextFileSync(file).split("\n")
+      .filter((line) => !/^\s*(\*|\/\/)/.test(line) && literal.test(line))
+      .map((line) => `${relative(ROOT_PATH, file)}: ${line.trim()}`)
+  );
+  assert.deepEqual(offenders, []);
+});
+
+Deno.test("every importLazily module is in LAZY_MODULES (compiled in), and only those", () => {
+  const call =
+    /importLazily<[\s\S]*?>\(\s*new URL\("([^"]+)", import\.meta\.url\)/g;
+  const used = new Set<string>();
+  for (const file of libFiles()) {
+    const code = Deno.readTextFileSync(file).split("\n")
+      .filter((line) => !/^\s*(\*|\/\/)/.test(line)).join("\n");
+    for (const match of code.matchAll(call)) {
+      used.add(relative(ROOT_PATH, join(dirname(file), match[1])));
+    }
+  }
+  assert.deepEqual([...used].sort(), [...LAZY_MODULES].sort());
 });

@@ -85,8 +85,8 @@ export interface ReadTomlOptions<T> {
  * {@linkcode InvalidFileError} for a TOML syntax error or a schema problem.
  */
 export async function readTomlFile<T>(options: ReadTomlOptions<T>): Promise<T> {
-  const key = ValidationCache.key(options.kind, options.path, options.text);
-  const cached = options.cache.get(key);
+  const key = ValidationCache.key(options.kind, options.path);
+  const cached = options.cache.get(key, options.text);
   if (cached !== undefined) return cached as T;
 
   const raw = await parseTomlText(options.path, options.text);
@@ -95,7 +95,7 @@ export async function readTomlFile<T>(options: ReadTomlOptions<T>): Promise<T> {
   if (!result.ok) {
     throw new InvalidFileError({ path: options.path, ...result.problem });
   }
-  options.cache.set(key, result.value);
+  options.cache.set(key, options.text, result.value);
   return result.value;
 }
 

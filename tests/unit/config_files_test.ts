@@ -153,22 +153,31 @@ Deno.test("ValidationCache: survives a process through its file, private", async
   try {
     const cacheDir = join(folder, "cache", "sherlock");
     const first = new ValidationCache(cacheDir);
-    const key = ValidationCache.key("profile", "/a.toml", "x");
-    first.set(key, { ok: 1 });
+    const key = ValidationCache.key("profile", "/a.toml");
+    first.set(key, "x", { ok: 1 });
     first.save();
     assert.equal(
       (Deno.statSync(join(cacheDir, "validated.json")).mode ?? 0) & 0o777,
       0o600,
     );
     assert.equal((Deno.statSync(cacheDir).mode ?? 0) & 0o777, 0o700);
-    assert.deepEqual(new ValidationCache(cacheDir).get(key), { ok: 1 });
-    // A different kind, path or text is a different key.
-    assert.notEqual(ValidationCache.key("service", "/a.toml", "x"), key);
-    assert.notEqual(ValidationCache.key("profile", "/b.toml", "x"), key);
-    assert.notEqual(ValidationCache.key("profile", "/a.toml", "y"), key);
+    assert.deepEqual(new ValidationCache(cacheDir).get(key, "x"), { ok: 1 });
+    // Other text is a miss; a different kind or path is a different key.
+    assert.equal(new ValidationCache(cacheDir).get(key, "x "), undefined);
+    assert.notEqual(ValidationCache.key("service", "/a.toml"), key);
+    assert.notEqual(ValidationCache.key("profile", "/b.toml"), key);
+    // A cache written by another version is dropped.
+    const written = JSON.parse(
+      Deno.readTextFileSync(join(cacheDir, "validated.json")),
+    );
+    Deno.writeTextFileSync(
+      join(cacheDir, "validated.json"),
+      JSON.stringify({ ...written, version: "0.0.0-other" }),
+    );
+    assert.equal(new ValidationCache(cacheDir).get(key, "x"), undefined);
     // A corrupt cache is an empty cache.
     Deno.writeTextFileSync(join(cacheDir, "validated.json"), "{not json");
-    assert.equal(new ValidationCache(cacheDir).get(key), undefined);
+    assert.equal(new ValidationCache(cacheDir).get(key, "x"), undefined);
   } finally {
     await Deno.remove(folder, { recursive: true });
   }

@@ -75,7 +75,8 @@ export interface WriteRenderedConfigOptions {
  */
 export function writeRenderedConfig(options: WriteRenderedConfigOptions): void {
   const folder = dirname(options.path);
-  if (folder === options.runtimeDir) {
+  const inRuntimeDir = folder === options.runtimeDir;
+  if (inRuntimeDir) {
     ensurePrivateDir(folder);
   } else {
     try {
@@ -86,7 +87,8 @@ export function writeRenderedConfig(options: WriteRenderedConfigOptions): void {
       );
     }
   }
-  recordFile(options.record, options.path, options.text);
+  // Nobody but this session writes its file in the private runtime folder.
+  recordFile(options.record, options.path, inRuntimeDir ? null : options.text);
   saveSessionRecord(options.stateDir, options.record);
   try {
     writeSessionFile({

@@ -30,8 +30,13 @@ import {
 export interface WrittenFile {
   /** Its absolute path. */
   path: string;
-  /** The SHA-256 of the bytes sherlock wrote. */
-  sha256: string;
+  /**
+   * The SHA-256 of the bytes sherlock wrote, for a file where someone else
+   * might put theirs (config-file mode): it is removed only while it still
+   * holds these bytes. Null for a file of sherlock's private runtime
+   * folder with a session-unique name, which is always removed.
+   */
+  sha256: string | null;
 }
 
 /** What a session wrote, and which process it belongs to. */
@@ -319,16 +324,24 @@ export function writeSessionFile(
   }
 }
 
-/** Adds a file to the record (before it is written). */
+/**
+ * Adds a file to the record (before it is written). `text` is hashed for a
+ * file outside sherlock's private runtime folder (see {@linkcode WrittenFile});
+ * pass null for one inside it: hashing costs milliseconds at start-up.
+ */
 export function recordFile(
   record: SessionRecord,
   path: string,
-  text: string,
+  text: string | null,
 ): void {
-  record.files.push({ path, sha256: sha256Hex(text) });
+  record.files.push({ path, sha256: text === null ? null : sha256Hex(text) });
 }
 
 function removeIfUnchanged(file: WrittenFile): void {
+  if (file.sha256 === null) {
+    removeIfPresent(file.path);
+    return;
+  }
   let bytes: Uint8Array;
   try {
     bytes = Deno.readFileSync(file.path);

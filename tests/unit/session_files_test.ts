@@ -145,15 +145,28 @@ Deno.test("writeRenderedConfig: a file of another live session names that sessio
   });
 });
 
-Deno.test("endSession: a file the operator changed meanwhile is kept", async () => {
+Deno.test("endSession: a config-file the operator changed meanwhile is kept", async () => {
   await withFolder((folder) => {
     const record = newSessionRecord("cccccccccccc", "fake");
-    const path = join(folder, "runtime", "fake.cccccccccccc.mcp.json");
+    // Outside sherlock's runtime folder, as a config-file profile's path is.
+    const path = join(folder, "operator", "mcp.json");
     write(folder, record, path, "{}\n");
     Deno.writeTextFileSync(path, "edited\n");
     endSession(join(folder, "state"), record);
     assert.equal(Deno.readTextFileSync(path), "edited\n");
     assert.deepEqual(readSessionRecords(join(folder, "state")), []);
+  });
+});
+
+Deno.test("endSession: a session's own file in the runtime folder always goes", async () => {
+  await withFolder((folder) => {
+    const record = newSessionRecord("dddddddddddd", "fake");
+    const path = join(folder, "runtime", "fake.dddddddddddd.mcp.json");
+    write(folder, record, path, "{}\n");
+    assert.equal(record.files[0].sha256, null, "not hashed");
+    Deno.writeTextFileSync(path, "changed by the agent\n");
+    endSession(join(folder, "state"), record);
+    assert.deepEqual([...Deno.readDirSync(join(folder, "runtime"))], []);
   });
 });
 

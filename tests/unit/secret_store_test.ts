@@ -441,9 +441,11 @@ Deno.test("SecretStore: every write has a fresh IV, the same salt and check, mod
     assert.deepEqual(second.header.kdf, first.header.kdf);
     assert.equal(second.header.check, first.header.check);
     assert.equal(mode(path), 0o600);
+    // The store and the (empty) lock file that serializes writers.
     assert.deepEqual(
-      [...Deno.readDirSync(join(path, ".."))].map((entry) => entry.name),
-      ["secrets.enc"],
+      [...Deno.readDirSync(join(path, ".."))].map((entry) => entry.name)
+        .sort(),
+      ["secrets.enc", "secrets.enc.lock"],
     );
   });
 });
@@ -1194,4 +1196,57 @@ Deno.test("errors: typed, coded, mapped to exit codes, and secret-free", () => {
     assert.equal(error.name, error.constructor.name);
     assert.ok(!error.message.includes("\n"), "one line");
   }
+});
+
+Deno.test("SecretStore: two brokers sharing one store keep each other's secrets", async () => {
+  // E.g. an SSH session without XDG_RUNTIME_DIR runs a broker of its own
+  // beside the desktop's, on the same data folder.
+  await withStorePath(async (path) => {
+    const desktop = await storeWithOneSecret(path);
+    const ssh = await unlockStore(path, PASSPHRASE);
+    await desktop.set("slack", "s");
+    await ssh.set("jira", "j");
+    await Promise.all([desktop.set("a", "1"), ssh.set("b", "2")]);
+    assert.equal(await ssh.remove("slack"), true);
+    const names = (await unlockStore(path, PASSPHRASE)).list()
+      .map((info) => info.name);
+    assert.deepEqual(names, ["a", "b", "github", "jira"]);
+    // Each sees the other's writes on its next write.
+    await desktop.set("c", "3");
+    assert.equal(desktop.get("jira"), "j");
+    assert.equal(desktop.get("slack"), undefined);
+  });
+});
+
+Deno.test("createStore: two at once, one store, the other refused", async () => {
+  await withStorePath(async (path) => {
+    const results = await Promise.allSettled(
+      Array.from(
+        { length: 4 },
+        () => createStore(path, PASSPHRASE, { kdf: FAST }),
+      ),
+    );
+    const created = results.filter((result) => result.status === "fulfilled");
+    assert.equal(created.length, 1);
+    for (const result of results) {
+      if (result.status === "rejected") {
+        assert.ok(
+          result.reason instanceof StoreExistsError,
+          String(result.reason),
+        );
+      }
+    }
+  });
+});
+
+Deno.test("SecretStore: a store replaced by another one since the login is refused, not merged", async () => {
+  await withStorePath(async (path) => {
+    const store = await storeWithOneSecret(path);
+    Deno.removeSync(path);
+    await createStore(path, "another passphrase", { kdf: FAST });
+    const before = Deno.readFileSync(path);
+    const error = await store.set("x", "y").catch((e) => e);
+    assert.ok(error instanceof CorruptStoreError, String(error));
+    assert.deepEqual(Deno.readFileSync(path), before);
+  });
 });

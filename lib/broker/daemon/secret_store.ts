@@ -384,9 +384,16 @@ export async function createStore(
     entries: new Map(),
   };
   try {
-    // The KDF took a while: refuse a file that appeared meanwhile.
+    // The KDF took a while: refuse a file that appeared meanwhile, and
+    // publish with link(), which fails rather than replace one that appears
+    // in the very last moment.
     if (storeExists(path)) throw new StoreExistsError(path);
-    writeStore(path, { key: keys.encryption, header, contents });
+    writeStore(path, {
+      key: keys.encryption,
+      header,
+      contents,
+      exclusive: true,
+    });
   } catch (error) {
     keys.encryption.fill(0);
     throw error;
@@ -590,31 +597,28 @@ class UnlockedStore implements SecretStore {
     return this.#entries.get(name)?.value;
   }
 
-  // deno-lint-ignore require-await
   async set(name: string, value: string): Promise<void> {
     this.#assertUnlocked();
     assertSecretName(name);
     assertSecretValue(value);
-    const now = timestamp(this.#now());
-    const entries = new Map(this.#entries);
-    const previous = entries.get(name);
-    entries.set(name, {
-      value,
-      created: previous?.created ?? now,
-      updated: now,
+    await this.#update((entries) => {
+      const now = timestamp(this.#now());
+      const previous = entries.get(name);
+      entries.set(name, {
+        value,
+        created: previous?.created ?? now,
+        updated: now,
+      });
+      return true;
     });
-    this.#persist(entries);
   }
 
-  // deno-lint-ignore require-await
   async remove(name: string): Promise<boolean> {
     this.#assertUnlocked();
     assertSecretName(name);
-    if (!this.#entries.has(name)) return false;
-    const entries = new Map(this.#entries);
-    entries.delete(name);
-    this.#persist(entries);
-    return true;
+    let removed = false;
+    await this.#update((entries) => removed = entries.delete(name));
+    return removed;
   }
 
   lock(): void {
@@ -624,16 +628,68 @@ class UnlockedStore implements SecretStore {
   }
 
   /**
-   * Writes `entries` to disk, and only then makes them the store's contents.
-   * Synchronous from start to end, so two calls never interleave.
+   * Changes the secrets on disk, then in memory. Another daemon may share
+   * the store (an SSH session without XDG_RUNTIME_DIR runs its own broker
+   * beside the desktop's): under an exclusive lock on `<store>.lock`, the
+   * file is read again, `change` is applied to what it holds now, and the
+   * result is written, so that neither daemon loses the other's secrets.
+   * `change` returns false to write nothing.
    */
-  #persist(entries: Map<string, Entry>): void {
-    writeStore(this.path, {
-      key: this.#key,
-      header: this.#header,
-      contents: { created: this.createdAt, entries },
-    });
-    this.#entries = entries;
+  async #update(
+    change: (entries: Map<string, Entry>) => boolean,
+  ): Promise<void> {
+    const lock = await openStoreLock(this.path);
+    try {
+      this.#reload();
+      const entries = new Map(this.#entries);
+      if (!change(entries)) return;
+      writeStore(this.path, {
+        key: this.#key,
+        header: this.#header,
+        contents: { created: this.createdAt, entries },
+      });
+      this.#entries = entries;
+    } finally {
+      lock.close();
+    }
+  }
+
+  /**
+   * Reads the file again with the key in memory. A file that is now a
+   * different store (another salt) cannot be merged with: the operator must
+   * log in again. A file that is gone is written again from memory.
+   */
+  #reload(): void {
+    let bytes: Uint8Array;
+    try {
+      bytes = Deno.readFileSync(this.path);
+    } catch (error) {
+      // Gone (the folder was removed?): the next write puts back what is
+      // in memory.
+      if (isMissing(error)) return;
+      throw new StoreReadError(this.path, error);
+    }
+    const parsed = parseStoreFile(this.path, bytes);
+    if (parsed.header.kdf.salt !== this.#header.kdf.salt) {
+      throw new CorruptStoreError(
+        this.path,
+        "it was replaced by another store since the login; run `sherlock login` again",
+      );
+    }
+    let plaintext: Buffer;
+    try {
+      plaintext = decrypt(this.#key, parsed);
+    } catch {
+      throw new CorruptStoreError(
+        this.path,
+        "its contents fail authentication: the file was altered or damaged",
+      );
+    }
+    try {
+      this.#entries = parseContents(this.path, plaintext).entries;
+    } finally {
+      plaintext.fill(0);
+    }
   }
 
   /** What `console.log` and `Deno.inspect` show: never the key or values. */
@@ -776,19 +832,56 @@ function keyCheck(checkKey: Buffer): Buffer {
 
 /**
  * Encrypts `contents` with a fresh IV and writes the file atomically (0600,
- * in a 0700 folder); on failure the old file is left as it was.
+ * in a 0700 folder); on failure the old file is left as it was. With
+ * `exclusive`, a file already at `path` is never replaced: that is
+ * {@linkcode StoreExistsError}.
  */
 function writeStore(
   path: string,
-  options: { key: Buffer; header: FixedHeader; contents: StoreContents },
+  options: {
+    key: Buffer;
+    header: FixedHeader;
+    contents: StoreContents;
+    exclusive?: boolean;
+  },
 ): void {
   const text = serializeStore(options);
   try {
     ensurePrivateParent(path);
-    writePrivateFile(path, text);
+    if (!options.exclusive) {
+      writePrivateFile(path, text);
+      return;
+    }
+    const temporary = `${path}.${randomBytes(4).toString("hex")}.new`;
+    writePrivateFile(temporary, text);
+    try {
+      Deno.linkSync(temporary, path);
+    } finally {
+      Deno.removeSync(temporary);
+    }
+  } catch (error) {
+    if (error instanceof Deno.errors.AlreadyExists) {
+      throw new StoreExistsError(path);
+    }
+    throw new StoreWriteError(path, error);
+  }
+}
+
+/** Opens and exclusively locks `<store>.lock`; close it to unlock. */
+async function openStoreLock(path: string): Promise<Deno.FsFile> {
+  let lock: Deno.FsFile;
+  try {
+    ensurePrivateParent(path);
+    lock = await Deno.open(`${path}.lock`, {
+      create: true,
+      write: true,
+      mode: 0o600,
+    });
   } catch (error) {
     throw new StoreWriteError(path, error);
   }
+  await lock.lock(true);
+  return lock;
 }
 
 /** The file's text for `contents`, encrypted under `key` with a fresh IV. */

@@ -6,6 +6,8 @@
  * @module
  */
 
+import { concatBytes } from "../bytes.ts";
+
 /** A parsed response. */
 export interface UnixHttpResponse {
   /** The HTTP status. */
@@ -86,7 +88,7 @@ export async function unixHttpRequest(
     try {
       await writeAll(
         connection,
-        concat(new TextEncoder().encode(head), payload),
+        concatBytes([new TextEncoder().encode(head), payload]),
       );
     } catch (error) {
       // The daemon may have refused the request early (e.g. 413) and
@@ -170,14 +172,7 @@ function dechunk(body: Uint8Array): Uint8Array {
     parts.push(body.subarray(lineEnd + 2, lineEnd + 2 + size));
     offset = lineEnd + 2 + size + 2;
   }
-  return parts.reduce((all, part) => concat(all, part), new Uint8Array());
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const joined = new Uint8Array(a.length + b.length);
-  joined.set(a);
-  joined.set(b, a.length);
-  return joined;
+  return concatBytes(parts);
 }
 
 async function writeAll(
@@ -192,19 +187,11 @@ async function writeAll(
 
 async function readAll(connection: Deno.Conn): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
-  let total = 0;
   const buffer = new Uint8Array(16 * 1024);
   while (true) {
     const count = await connection.read(buffer);
     if (count === null) break;
     chunks.push(buffer.slice(0, count));
-    total += count;
   }
-  const all = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return all;
+  return concatBytes(chunks);
 }

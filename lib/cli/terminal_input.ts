@@ -6,6 +6,7 @@
  * @module
  */
 
+import { concatBytes } from "../bytes.ts";
 import { SherlockError, UsageError } from "../errors.ts";
 
 /** The most bytes read from stdin for a secret. */
@@ -103,13 +104,7 @@ export async function readStdin(
   } finally {
     reader.releaseLock();
   }
-  const bytes = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.length;
-  }
-  let text = new TextDecoder().decode(bytes);
+  let text = new TextDecoder().decode(concatBytes(chunks));
   text = options.firstLine
     ? text.split(/\r?\n/)[0]
     : text.replace(/\r?\n$/, "");

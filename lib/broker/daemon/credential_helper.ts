@@ -9,6 +9,8 @@
  * @module
  */
 
+import { concatBytes } from "../../bytes.ts";
+
 /** What a helper produced. */
 export interface HelperToken {
   /** The token. */
@@ -172,7 +174,7 @@ function collect(
         }
         chunks.push(value);
         if (options.keepTail && total > options.limit) {
-          const tail = concatAll(chunks);
+          const tail = concatBytes(chunks);
           chunks = [tail.slice(-options.limit)];
           total = chunks[0].length;
         }
@@ -187,22 +189,11 @@ function collect(
       await reader.cancel().catch(() => {});
       await done;
     },
-    bytes: () => concatAll(chunks).slice(0, options.limit),
+    bytes: () => concatBytes(chunks).slice(0, options.limit),
     get overflowed() {
       return overflowed;
     },
   };
-}
-
-function concatAll(chunks: readonly Uint8Array[]): Uint8Array {
-  const total = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
-  const all = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return all;
 }
 
 /**

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { concatBytes } from "../../bytes.ts";
 import { NAME_PATTERN } from "../../names.ts";
 import { VERSION } from "../../version.ts";
 import {
@@ -224,12 +225,7 @@ async function readJson<T>(request: Request): Promise<Partial<T>> {
       chunks.push(chunk);
     }
   }
-  const bytes = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.length;
-  }
+  const bytes = concatBytes(chunks);
   let parsed: unknown;
   try {
     parsed = JSON.parse(

@@ -13,6 +13,7 @@
  * @module
  */
 
+import { concatBytes } from "../../bytes.ts";
 import type { ErrorBody, ErrorCode } from "../protocol.ts";
 
 /** The most bytes of a request line and headers. */
@@ -313,13 +314,7 @@ async function readChunked(
   for (let count = 0; (await readLine()) !== ""; count++) {
     if (count > 32) throw malformed();
   }
-  const body = new Uint8Array(total);
-  let offset = 0;
-  for (const part of parts) {
-    body.set(part, offset);
-    offset += part.length;
-  }
-  return body;
+  return concatBytes(parts);
 }
 
 function tooLarge(maxBodyBytes: number): ProtocolError {

@@ -1,0 +1,19 @@
+/**
+ * Joining byte chunks read from a stream, a socket or a pipe.
+ *
+ * @module
+ */
+
+/** The chunks one after another, in one new array. */
+export function concatBytes(
+  chunks: readonly Uint8Array[],
+): Uint8Array<ArrayBuffer> {
+  const total = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
+  const all = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    all.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return all;
+}

@@ -101,12 +101,8 @@ export async function logoutCommand(args: readonly string[]): Promise<number> {
     return 0;
   }
   if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
-  const { paths } = commandContext();
-  const socket = socketPath(paths.runtimeDir);
-  if ((await brokerHealth(socket)) === undefined) {
-    printLine("not logged in (the broker is not running)");
-    return 0;
-  }
+  const socket = await runningBrokerSocket();
+  if (socket === undefined) return 0;
   await callBroker<Whoami>({ socket, method: "POST", path: "/v1/logout" });
   printLine("logged out: the store is locked and cached tokens are dropped");
   return 0;
@@ -121,12 +117,8 @@ export async function whoamiCommand(args: readonly string[]): Promise<number> {
     return 0;
   }
   if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
-  const { paths } = commandContext();
-  const socket = socketPath(paths.runtimeDir);
-  if ((await brokerHealth(socket)) === undefined) {
-    printLine("not logged in (the broker is not running)");
-    return ExitCode.NoPermission;
-  }
+  const socket = await runningBrokerSocket();
+  if (socket === undefined) return ExitCode.NoPermission;
   const who = await whoami(socket);
   printLine(describeLogin(who));
   return who.loggedIn ? 0 : ExitCode.NoPermission;
@@ -154,4 +146,16 @@ async function promptPassphrase(create: boolean): Promise<string> {
     throw new UsageError("the two passphrases differ; nothing was created");
   }
   return first;
+}
+
+/**
+ * The broker's socket when a broker answers on it; otherwise says that
+ * nobody is logged in and returns undefined (logout and whoami never start
+ * a broker just to find it locked).
+ */
+async function runningBrokerSocket(): Promise<string | undefined> {
+  const socket = socketPath(commandContext().paths.runtimeDir);
+  if ((await brokerHealth(socket)) !== undefined) return socket;
+  printLine("not logged in (the broker is not running)");
+  return undefined;
 }

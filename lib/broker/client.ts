@@ -7,6 +7,7 @@
  * @module
  */
 
+import { socketPathProblem } from "./socket_path.ts";
 import { dirname, join } from "../file_paths.ts";
 import {
   CantCreateError,
@@ -98,9 +99,6 @@ export async function brokerHealth(
   }
 }
 
-/** The longest socket path Linux takes (`sun_path` is 108 bytes). */
-export const MAX_SOCKET_PATH_BYTES = 107;
-
 /** The lock that lets one client at a time start a daemon. */
 const START_LOCK_NAME = "broker.start.lock";
 
@@ -119,7 +117,8 @@ export async function ensureBroker(
 ): Promise<Health> {
   const running = await brokerHealth(options.socket);
   if (running) return running;
-  checkSocketPath(options.socket);
+  const problem = socketPathProblem(options.socket);
+  if (problem !== undefined) throw new UnavailableError(problem);
   const runtimeDir = dirname(options.socket);
   ensurePrivateDir(runtimeDir);
   const lock = await Deno.open(join(runtimeDir, START_LOCK_NAME), {
@@ -136,31 +135,6 @@ export async function ensureBroker(
   } finally {
     await lock.unlock().catch(() => {});
     lock.close();
-  }
-}
-
-/**
- * Refuses a socket path that no daemon could bind: too long for a Unix
- * socket, or taken by something that is not a socket (which the daemon
- * would not remove either).
- */
-function checkSocketPath(socket: string): void {
-  const bytes = new TextEncoder().encode(socket).length;
-  if (bytes > MAX_SOCKET_PATH_BYTES) {
-    throw new UnavailableError(
-      `the broker's socket path ${socket} is ${bytes} bytes, longer than the ${MAX_SOCKET_PATH_BYTES} a Unix socket allows; set XDG_RUNTIME_DIR to a shorter folder`,
-    );
-  }
-  let info: Deno.FileInfo;
-  try {
-    info = Deno.lstatSync(socket);
-  } catch {
-    return;
-  }
-  if (!info.isSocket) {
-    throw new UnavailableError(
-      `${socket} exists and is not a socket, so the broker cannot listen there; move it away`,
-    );
   }
 }
 

@@ -12,6 +12,7 @@
  * @module
  */
 
+import { socketPathProblem } from "../socket_path.ts";
 import process from "node:process";
 import { join } from "node:path";
 import { CantCreateError } from "../../errors.ts";
@@ -138,7 +139,11 @@ async function claimSocket(
   try {
     await lock.lock(true);
     if (await answers(options.socket)) return undefined;
-    removeStaleSocket(options.socket);
+    // Nobody answered: a socket there is stale and goes; anything else in
+    // the way is not sherlock's to remove.
+    const problem = socketPathProblem(options.socket);
+    if (problem !== undefined) throw new CantCreateError(problem);
+    removeIfPresent(options.socket);
     const previous = process.umask(0o177);
     try {
       return options.serve();
@@ -159,19 +164,4 @@ async function answers(socket: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-function removeStaleSocket(socket: string): void {
-  let info: Deno.FileInfo;
-  try {
-    info = Deno.lstatSync(socket);
-  } catch {
-    return;
-  }
-  if (!info.isSocket) {
-    throw new CantCreateError(
-      `${socket} exists and is not a socket; remove it`,
-    );
-  }
-  removeIfPresent(socket);
 }

@@ -118,9 +118,10 @@ export async function runSherlockCase(
 ): Promise<CaseOutcome> {
   const { agent, cli: key } = recipe;
   const { [key]: cliPath } = await installClis([key]);
-  // Stat only: this machine's real agent folders may hold credentials.
+  // Byte for byte (SHA-256 of every file; the hashes stay in memory and
+  // only a difference is ever printed, as a path and two hashes).
   const operator = operatorAgentPaths();
-  const operatorBefore = await snapshotFiles(operator, { contents: false });
+  const operatorBefore = await snapshotFiles(operator);
 
   await using home = await createBrokerHome();
   home.env.TERM = "dumb";
@@ -287,7 +288,7 @@ export async function runSherlockCase(
   assert.deepEqual(
     compareSnapshots(
       operatorBefore,
-      await snapshotFiles(operator, { contents: false }),
+      await snapshotFiles(operator),
     ),
     [],
     "the operator's own agent files changed",

@@ -34,6 +34,7 @@
  * @module
  */
 
+import { childrenCpuMs, summarize } from "./bench_stats.ts";
 import { cpus } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -219,22 +220,6 @@ function sherlockSync(args: string[], env: Record<string, string>): number {
   return wall;
 }
 
-/**
- * The CPU time (user + system) of this process's reaped children so far, in
- * ms, from /proc/self/stat (Linux; USER_HZ is 100), else NaN. It moves far
- * less than wall time with the other load of a shared machine; it counts
- * sherlock's own process, not the daemon's work or the helpers'.
- */
-function childrenCpuMs(): number {
-  try {
-    const stat = Deno.readTextFileSync("/proc/self/stat");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[13]) + Number(fields[14])) * 10;
-  } catch {
-    return NaN;
-  }
-}
-
 /** One session's wall time and (run alone) CPU time, in ms. */
 interface Sample {
   wall: number;
@@ -248,7 +233,7 @@ async function timedSession(
 ): Promise<Sample> {
   const before = childrenCpuMs();
   const wall = await sherlockAsync(args, env);
-  return { wall, cpu: childrenCpuMs() - before };
+  return { wall, cpu: (childrenCpuMs() ?? NaN) - (before ?? NaN) };
 }
 
 /** Runs sherlock to the end, asynchronously; resolves to its wall time. */
@@ -312,40 +297,6 @@ function countRuns(counter: string): number {
   } catch {
     return 0;
   }
-}
-
-/** The value at quantile `q` (nearest rank) of sorted `values`. */
-export function quantile(sorted: readonly number[], q: number): number {
-  if (sorted.length === 0) return NaN;
-  const rank = Math.ceil(q * sorted.length);
-  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1];
-}
-
-/** Median, p90 and p99 of a set of times. */
-export interface Summary {
-  /** The median. */
-  median: number;
-  /** The 90th percentile (nearest rank). */
-  p90: number;
-  /** The 99th percentile (nearest rank). */
-  p99: number;
-  /** How many samples. */
-  count: number;
-}
-
-/** Summarizes a set of times. */
-export function summarize(times: readonly number[]): Summary {
-  const sorted = [...times].sort((a, b) => a - b);
-  const mid = sorted.length / 2;
-  const median = sorted.length % 2 === 1
-    ? sorted[Math.floor(mid)]
-    : (sorted[mid - 1] + sorted[mid]) / 2;
-  return {
-    median,
-    p90: quantile(sorted, 0.9),
-    p99: quantile(sorted, 0.99),
-    count: sorted.length,
-  };
 }
 
 /** Times `count` sequential requests; returns each one's ms. */

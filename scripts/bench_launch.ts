@@ -24,6 +24,7 @@
  * @module
  */
 
+import { childrenCpuMs, summarize } from "./bench_stats.ts";
 import { cpus } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -214,21 +215,6 @@ function makeSandbox(): Sandbox {
   return { dir, runtime, floor, envs, profiles };
 }
 
-/**
- * The CPU time (user + system) of this process's reaped children so far, in
- * ms, from /proc/self/stat (Linux; USER_HZ is 100), else undefined. Less
- * sensitive than wall time to the other load of a shared machine.
- */
-function childrenCpuMs(): number | undefined {
-  try {
-    const stat = Deno.readTextFileSync("/proc/self/stat");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[13]) + Number(fields[14])) * 10;
-  } catch {
-    return undefined;
-  }
-}
-
 /** One run's wall time and, where known, CPU time, in ms. */
 interface Sample {
   /** Wall time. */
@@ -264,33 +250,6 @@ function timeOnce(variant: Variant, cwd: string): Sample {
     ? undefined
     : cpuAfter - cpuBefore;
   return { wall, cpu };
-}
-
-/** The value at quantile `q` (nearest rank) of sorted `values`. */
-export function quantile(sorted: readonly number[], q: number): number {
-  if (sorted.length === 0) return NaN;
-  const rank = Math.ceil(q * sorted.length);
-  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1];
-}
-
-/** Median and p90 of a set of times. */
-export interface Summary {
-  /** The median, in ms. */
-  median: number;
-  /** The 90th percentile (nearest rank), in ms. */
-  p90: number;
-  /** How many runs. */
-  runs: number;
-}
-
-/** Summarizes a set of times. */
-export function summarize(times: readonly number[]): Summary {
-  const sorted = [...times].sort((a, b) => a - b);
-  const mid = sorted.length / 2;
-  const median = sorted.length % 2 === 1
-    ? sorted[Math.floor(mid)]
-    : (sorted[mid - 1] + sorted[mid]) / 2;
-  return { median, p90: quantile(sorted, 0.9), runs: sorted.length };
 }
 
 function variants(options: BenchOptions, sandbox: Sandbox): Variant[] {

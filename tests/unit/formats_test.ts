@@ -4,6 +4,7 @@
  * `-c` overrides read back with a TOML parser.
  */
 
+import { docs, events, github, plain } from "../helpers/services.ts";
 import assert from "node:assert/strict";
 import { parse } from "smol-toml";
 import {
@@ -20,52 +21,6 @@ import {
   type ShimContext,
   type StdioEntry,
 } from "../../lib/render/servers.ts";
-import type { Service } from "../../lib/services/loader.ts";
-import { serviceSchema } from "../../lib/services/schema.ts";
-
-/** A service as the schema normalizes it from TOML text. */
-function service(toml: string): Service {
-  return serviceSchema.parse(parse(toml));
-}
-
-const github = service(`
-[service]
-name = "github"
-[server]
-command = "github-mcp-server"
-args = ["stdio", "--read-only"]
-env = { GITHUB_TOOLSETS = "repos,issues" }
-[token]
-source = "command"
-command = ["gh", "auth", "token"]
-env = "GITHUB_PERSONAL_ACCESS_TOKEN"
-`);
-
-const docs = service(`
-[service]
-name = "docs"
-[server]
-url = "https://mcp.example.com/mcp"
-headers = { "X-Team" = "platform" }
-[token]
-source = "secret"
-header = "Authorization"
-`);
-
-const events = service(`
-[service]
-name = "events"
-[server]
-url = "http://127.0.0.1:8080/sse"
-transport = "sse"
-`);
-
-const plain = service(`
-[service]
-name = "plain"
-[server]
-command = "/opt/mcp/plain"
-`);
 
 const SERVICES = [github, docs, events, plain];
 const TOKENS = new Map([["github", "ghp_abc"], ["docs", "eyJ.tok"]]);

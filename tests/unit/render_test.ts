@@ -3,6 +3,7 @@
  * entries they are made from (lib/render/servers.ts).
  */
 
+import { docs, events, github, plain, service } from "../helpers/services.ts";
 import assert from "node:assert/strict";
 import {
   isArgvFormat,
@@ -16,8 +17,6 @@ import {
   type ServerEntry,
 } from "../../lib/render/servers.ts";
 import type { Service } from "../../lib/services/loader.ts";
-import { serviceSchema } from "../../lib/services/schema.ts";
-import { parse } from "smol-toml";
 
 /** The entries with every token inline (the shim has its own tests). */
 function serverEntries(
@@ -32,50 +31,6 @@ function jsonText(document: RenderedDocument): string {
   assert.equal(document.kind, "json");
   return document.kind === "json" ? document.text : "";
 }
-
-/** A service as the schema normalizes it from TOML text. */
-function service(toml: string): Service {
-  return serviceSchema.parse(parse(toml));
-}
-
-const github = service(`
-[service]
-name = "github"
-[server]
-command = "github-mcp-server"
-args = ["stdio", "--read-only"]
-env = { GITHUB_TOOLSETS = "repos,issues" }
-[token]
-source = "command"
-command = ["gh", "auth", "token"]
-env = "GITHUB_PERSONAL_ACCESS_TOKEN"
-`);
-
-const docs = service(`
-[service]
-name = "docs"
-[server]
-url = "https://mcp.example.com/mcp"
-headers = { "X-Team" = "platform" }
-[token]
-source = "secret"
-header = "Authorization"
-`);
-
-const plain = service(`
-[service]
-name = "plain"
-[server]
-command = "/opt/mcp/plain"
-`);
-
-const events = service(`
-[service]
-name = "events"
-[server]
-url = "http://127.0.0.1:8080/sse"
-transport = "sse"
-`);
 
 Deno.test("mcp-json: an empty session is an empty mcpServers map", () => {
   const document = renderDocument("mcp-json", serverEntries([], new Map()));

@@ -197,29 +197,6 @@ function makeSandbox(): Sandbox {
   };
 }
 
-/** Runs sherlock to the end; returns its wall time; throws when it fails. */
-function sherlockSync(args: string[], env: Record<string, string>): number {
-  const start = performance.now();
-  const output = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", join(root, "main.ts"), ...args],
-    cwd: root,
-    env,
-    clearEnv: true,
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).outputSync();
-  const wall = performance.now() - start;
-  if (!output.success) {
-    throw new Error(
-      `sherlock ${args.join(" ")} exited ${output.code}: ${
-        new TextDecoder().decode(output.stderr).trim()
-      }`,
-    );
-  }
-  return wall;
-}
-
 /** One session's wall time and (run alone) CPU time, in ms. */
 interface Sample {
   wall: number;
@@ -232,12 +209,12 @@ async function timedSession(
   env: Record<string, string>,
 ): Promise<Sample> {
   const before = childrenCpuMs();
-  const wall = await sherlockAsync(args, env);
+  const wall = await runSherlock(args, env);
   return { wall, cpu: (childrenCpuMs() ?? NaN) - (before ?? NaN) };
 }
 
-/** Runs sherlock to the end, asynchronously; resolves to its wall time. */
-async function sherlockAsync(
+/** Runs sherlock to the end; resolves to its wall time; rejects when it fails. */
+async function runSherlock(
   args: string[],
   env: Record<string, string>,
 ): Promise<number> {
@@ -355,10 +332,13 @@ async function main(): Promise<number> {
   const log = (line: string) => console.error(`bench:broker: ${line}`);
   try {
     log(`sandbox ${sandbox.dir}, runtime ${sandbox.runtime}`);
-    sherlockSync(["broker", "start"], sandbox.env);
+    await runSherlock(["broker", "start"], sandbox.env);
     const passphraseFile = join(sandbox.dir, "passphrase");
     Deno.writeTextFileSync(passphraseFile, `${PASSPHRASE}\n`);
-    sherlockSync(["login", "--passphrase-file", passphraseFile], sandbox.env);
+    await runSherlock(
+      ["login", "--passphrase-file", passphraseFile],
+      sandbox.env,
+    );
     const health = await call(sandbox.socket, "GET", "/v1/health") as {
       pid: number;
     };
@@ -447,7 +427,7 @@ async function main(): Promise<number> {
       const walls = await Promise.all(
         Array.from(
           { length: BURST },
-          () => sherlockAsync(["run", "trivial"], sandbox.env),
+          () => runSherlock(["run", "trivial"], sandbox.env),
         ),
       );
       burstWalls.push(performance.now() - start);
@@ -569,7 +549,7 @@ async function main(): Promise<number> {
     return allOnce ? 0 : 1;
   } finally {
     try {
-      sherlockSync(["broker", "stop"], sandbox.env);
+      await runSherlock(["broker", "stop"], sandbox.env);
     } catch (error) {
       log(`could not stop the broker: ${(error as Error).message}`);
     }

@@ -350,16 +350,26 @@ function isFile(path: string): boolean {
   }
 }
 
-/** Runs `deno` with `args`; returns its exit code and output. */
-function runDeno(
-  args: string[],
-  env?: Record<string, string>,
-): { code: number; stdout: string; stderr: string } {
-  const output = new Deno.Command(Deno.execPath(), {
-    args,
+/** What a finished program returned. */
+interface Captured {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `program` with `args` from the checkout, stdin closed, and returns
+ * its exit code and output. With `env`, that is its whole environment.
+ */
+function runCaptured(
+  program: string,
+  options: { args: string[]; env?: Record<string, string> },
+): Captured {
+  const output = new Deno.Command(program, {
+    args: options.args,
     cwd: ROOT,
-    env,
-    clearEnv: env !== undefined,
+    env: options.env,
+    clearEnv: options.env !== undefined,
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -370,6 +380,11 @@ function runDeno(
     stdout: decoder.decode(output.stdout),
     stderr: decoder.decode(output.stderr),
   };
+}
+
+/** Runs `deno` with `args`; returns its exit code and output. */
+function runDeno(args: string[], env?: Record<string, string>): Captured {
+  return runCaptured(Deno.execPath(), { args, env });
 }
 
 /** Deno's cache folder, as `deno info` reports it. */
@@ -497,22 +512,7 @@ function smokeTest(
       XDG_RUNTIME_DIR: join(home, "run"),
       NO_COLOR: "1",
     };
-    const run = (args: string[]) => {
-      const output = new Deno.Command(binary, {
-        args,
-        env,
-        clearEnv: true,
-        stdin: "null",
-        stdout: "piped",
-        stderr: "piped",
-      }).outputSync();
-      const decoder = new TextDecoder();
-      return {
-        code: output.code,
-        stdout: decoder.decode(output.stdout),
-        stderr: decoder.decode(output.stderr),
-      };
-    };
+    const run = (args: string[]) => runCaptured(binary, { args, env });
     const version = run(["--version"]);
     if (version.stdout.startsWith("deno ")) {
       throw new BuildError(

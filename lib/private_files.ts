@@ -9,10 +9,10 @@
  */
 
 import { CantCreateError } from "./errors.ts";
-import { dirname } from "./file_paths.ts";
+import { dirname } from "./runtime/path.ts";
 
 /** The SHA-256 of a string or bytes as lowercase hex (see `sha256.ts`). */
-export { sha256Hex } from "./sha256.ts";
+export { sha256Hex } from "./runtime/sha256.ts";
 
 /**
  * Makes sure `path` is a folder that only the current user can enter: creates

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { fromFileUrl } from "./file_paths.ts";
+import { fromFileUrl } from "./runtime/path.ts";
 
 /** The argv prefix that starts this sherlock; append a command and its args. */
 export function selfCommand(): string[] {

@@ -2,7 +2,7 @@
  * Broker benchmark: what the credential broker costs a session.
  *
  * 1. **Round trip**: 1,000 sequential requests of each kind over the Unix
- *    socket, from this process through `lib/broker/unix_http.ts` (one
+ *    socket, from this process through `lib/runtime/unix_http.ts` (one
  *    connection per request, as the client makes them) against a real
  *    daemon: `POST /v1/token` for one cached token (what the token shim
  *    sends), `POST /v1/tokens` for 10 cached tokens (what a session sends),
@@ -38,7 +38,7 @@ import { childrenCpuMs, summarize } from "./bench_stats.ts";
 import { cpus } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { unixHttpRequest } from "../lib/broker/unix_http.ts";
+import { unixHttpRequest } from "../lib/runtime/unix_http.ts";
 
 /** The benchmark's settings, from the command line. */
 export interface BrokerBenchOptions {

@@ -43,7 +43,7 @@
  * @module
  */
 
-import { LAZY_MODULES } from "../lib/lazy_import.ts";
+import { LAZY_MODULES } from "../lib/runtime/lazy_import.ts";
 import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -466,7 +466,7 @@ function compile(
     // any narrower set of permissions would be one it cannot keep.
     "--allow-all",
     // Modules imported only when needed are not in main.ts's static graph
-    // (see lib/lazy_import.ts): name each one.
+    // (see lib/runtime/lazy_import.ts): name each one.
     ...LAZY_MODULES.flatMap((module) => ["--include", module]),
     "--target",
     target,

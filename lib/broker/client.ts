@@ -8,7 +8,7 @@
  */
 
 import { socketPathProblem } from "./socket_path.ts";
-import { dirname, join } from "../file_paths.ts";
+import { dirname, join } from "../runtime/path.ts";
 import {
   CantCreateError,
   ConfigError,
@@ -26,7 +26,7 @@ import type {
   TokensResponse,
   Whoami,
 } from "./protocol.ts";
-import { SocketError, unixHttpRequest } from "./unix_http.ts";
+import { SocketError, unixHttpRequest } from "../runtime/unix_http.ts";
 
 /** How long a start of the daemon may take before sherlock gives up. */
 export const START_TIMEOUT_MS = 10_000;

@@ -21,7 +21,7 @@
  * @module
  */
 
-import { join } from "../file_paths.ts";
+import { join } from "../runtime/path.ts";
 
 /** The socket's file name in the runtime folder. */
 export const SOCKET_NAME = "broker.sock";

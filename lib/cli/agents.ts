@@ -6,9 +6,9 @@
  */
 
 import { stringify } from "smol-toml";
-import { formatProblem } from "../config_files.ts";
+import { formatProblem } from "../config/toml_files.ts";
 import { ConfigError, ExitCode, UsageError } from "../errors.ts";
-import type { ExpandContext } from "../expand.ts";
+import type { ExpandContext } from "../config/expand.ts";
 import { findExecutable } from "../launch/executable.ts";
 import { buildEnv } from "../launch/plan.ts";
 import {
@@ -16,7 +16,7 @@ import {
   type LoadedProfile,
   loadProfile,
 } from "../profiles/loader.ts";
-import { ValidationCache } from "../validation_cache.ts";
+import { ValidationCache } from "../config/validation_cache.ts";
 import { commandContext } from "./context.ts";
 import { columns, printLine, printWarning } from "./output.ts";
 import { isCommandName } from "./commands.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { importLazily } from "../lazy_import.ts";
+import { importLazily } from "../runtime/lazy_import.ts";
 import { join } from "node:path";
 import { brokerHealth, callBroker, ensureBroker } from "../broker/client.ts";
 import { readAudit } from "../broker/daemon/audit_log.ts";
@@ -16,10 +16,10 @@ import {
   UnavailableError,
   UsageError,
 } from "../errors.ts";
-import type { SherlockPaths } from "../paths.ts";
+import type { SherlockPaths } from "../config/sherlock_paths.ts";
 import { ensurePrivateDir } from "../private_files.ts";
-import { loadSettings } from "../settings.ts";
-import { ValidationCache } from "../validation_cache.ts";
+import { loadSettings } from "../config/settings.ts";
+import { ValidationCache } from "../config/validation_cache.ts";
 import { commandContext } from "./context.ts";
 import { columns, printLine } from "./output.ts";
 

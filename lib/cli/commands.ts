@@ -6,7 +6,7 @@
  * @module
  */
 
-import { importLazily } from "../lazy_import.ts";
+import { importLazily } from "../runtime/lazy_import.ts";
 
 /** One command. */
 export interface CommandSpec {

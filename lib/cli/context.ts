@@ -10,7 +10,7 @@ import {
   type Env,
   type SherlockPaths,
   sherlockPaths,
-} from "../paths.ts";
+} from "../config/sherlock_paths.ts";
 
 /** The process's view of the world, read once per command. */
 export interface CommandContext {

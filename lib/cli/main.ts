@@ -5,7 +5,7 @@
  * @module
  */
 
-import { importLazily } from "../lazy_import.ts";
+import { importLazily } from "../runtime/lazy_import.ts";
 import { UsageError } from "../errors.ts";
 import { COMMANDS, isCommandName } from "./commands.ts";
 import { commandContext } from "./context.ts";

@@ -14,7 +14,7 @@ import {
   socketPath,
 } from "../broker/protocol.ts";
 import { NoPermissionError, UsageError } from "../errors.ts";
-import { NAME_PATTERN } from "../names.ts";
+import { NAME_PATTERN } from "../config/names.ts";
 import { brokerLogPath } from "./broker.ts";
 import { commandContext } from "./context.ts";
 import { columns, printLine } from "./output.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { concatBytes } from "../bytes.ts";
+import { concatBytes } from "../runtime/bytes.ts";
 import { SherlockError, UsageError } from "../errors.ts";
 
 /** The most bytes read from stdin for a secret. */

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { delimiter, isAbsolute, join } from "../file_paths.ts";
+import { delimiter, isAbsolute, join } from "../runtime/path.ts";
 import { ExecutableNotFoundError, NotExecutableError } from "../errors.ts";
 
 /** Where an executable was found, or why it was not. */

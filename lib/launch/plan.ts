@@ -11,7 +11,7 @@ import {
   expandPath,
   expandVariables,
   UnsetVariableError,
-} from "../expand.ts";
+} from "../config/expand.ts";
 import type { LoadedProfile } from "../profiles/loader.ts";
 
 /** What the agent is started with. */

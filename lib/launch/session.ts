@@ -5,14 +5,14 @@
  * @module
  */
 
-import { formatProblem } from "../config_files.ts";
+import { formatProblem } from "../config/toml_files.ts";
 import { socketPath } from "../broker/protocol.ts";
 import {
   ConfigError,
   ExecutableNotFoundError,
   NotExecutableError,
 } from "../errors.ts";
-import type { Env, SherlockPaths } from "../paths.ts";
+import type { Env, SherlockPaths } from "../config/sherlock_paths.ts";
 import { type LoadedProfile, loadProfile } from "../profiles/loader.ts";
 import {
   isArgvFormat,
@@ -23,18 +23,18 @@ import {
   runtimeConfigPath,
   writeMergedConfig,
   writeRenderedConfig,
-} from "../render/rendered_config.ts";
+} from "../session/rendered_config.ts";
 import { serverEntries } from "../render/servers.ts";
 import {
   endSession,
   newSessionId,
   newSessionRecord,
   sweepStaleSessions,
-} from "../render/session_files.ts";
+} from "../session/records.ts";
 import { selfCommand } from "../self_command.ts";
 import { loadServices } from "../services/loader.ts";
-import { loadSettings } from "../settings.ts";
-import { ValidationCache } from "../validation_cache.ts";
+import { loadSettings } from "../config/settings.ts";
+import { ValidationCache } from "../config/validation_cache.ts";
 import { findExecutable, requireExecutable } from "./executable.ts";
 import { buildArgs, buildEnv, configFilePath } from "./plan.ts";
 import { fetchSessionTokens, planTokens } from "./session_tokens.ts";

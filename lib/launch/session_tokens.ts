@@ -7,7 +7,7 @@
  */
 
 import { ConfigError, NoPermissionError } from "../errors.ts";
-import { importLazily } from "../lazy_import.ts";
+import { importLazily } from "../runtime/lazy_import.ts";
 import type { TokenDelivery } from "../render/servers.ts";
 import { tokenDelivery } from "../render/servers.ts";
 import { needsToken, type Service } from "../services/loader.ts";

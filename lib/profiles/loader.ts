@@ -9,8 +9,8 @@
  * @module
  */
 
-import { importLazily } from "../lazy_import.ts";
-import { join } from "../file_paths.ts";
+import { importLazily } from "../runtime/lazy_import.ts";
+import { join } from "../runtime/path.ts";
 import {
   type FileProblem,
   InvalidFileError,
@@ -18,10 +18,10 @@ import {
   readOperatorFile,
   readTomlFile,
   type Validator,
-} from "../config_files.ts";
+} from "../config/toml_files.ts";
 import { UsageError } from "../errors.ts";
-import type { SherlockPaths } from "../paths.ts";
-import type { ValidationCache } from "../validation_cache.ts";
+import type { SherlockPaths } from "../config/sherlock_paths.ts";
+import type { ValidationCache } from "../config/validation_cache.ts";
 import { BUILTIN_PROFILES, builtinPath } from "./builtin.ts";
 import type { Profile } from "./schema.ts";
 
@@ -149,8 +149,8 @@ async function loadProfileValidator(
     typeof import("./schema.ts")
   >(new URL("./schema.ts", import.meta.url));
   const { requireNameMatchesFile } = await importLazily<
-    typeof import("../schema_problems.ts")
-  >(new URL("../schema_problems.ts", import.meta.url));
+    typeof import("../config/schema_problems.ts")
+  >(new URL("../config/schema_problems.ts", import.meta.url));
   return requireNameMatchesFile({
     validate: validateProfile,
     basename,

@@ -9,10 +9,10 @@
  */
 
 import { z } from "zod";
-import type { Validation } from "../config_files.ts";
-import { ENV_NAME_PATTERN, NAME_PATTERN } from "../names.ts";
-import { isArgvFormat, MCP_FORMATS } from "../render/format_names.ts";
-import { validateWith } from "../schema_problems.ts";
+import type { Validation } from "../config/toml_files.ts";
+import { ENV_NAME_PATTERN, NAME_PATTERN } from "../config/names.ts";
+import { isArgvFormat, MCP_FORMATS } from "./mcp_formats.ts";
+import { validateWith } from "../config/schema_problems.ts";
 
 const name = z.string().regex(
   NAME_PATTERN,

@@ -12,12 +12,12 @@
  * @module
  */
 
-import { isArgvFormat, type McpFormat } from "./format_names.ts";
+import { isArgvFormat, type McpFormat } from "../profiles/mcp_formats.ts";
 import type { RemoteServer, StdioServer } from "../services/loader.ts";
 import type { ServerEntry } from "./servers.ts";
 
-export { isArgvFormat, MCP_FORMATS } from "./format_names.ts";
-export type { McpFormat } from "./format_names.ts";
+export { isArgvFormat, MCP_FORMATS } from "../profiles/mcp_formats.ts";
+export type { McpFormat } from "../profiles/mcp_formats.ts";
 
 /** A rendered config: a JSON document for a file, or values for argv. */
 export type RenderedDocument =

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { importLazily } from "../lazy_import.ts";
+import { importLazily } from "../runtime/lazy_import.ts";
 import {
   type FileProblem,
   InvalidFileError,
@@ -14,10 +14,10 @@ import {
   readOperatorFile,
   readTomlFile,
   type Validator,
-} from "../config_files.ts";
-import { join } from "../file_paths.ts";
-import type { SherlockPaths } from "../paths.ts";
-import type { ValidationCache } from "../validation_cache.ts";
+} from "../config/toml_files.ts";
+import { join } from "../runtime/path.ts";
+import type { SherlockPaths } from "../config/sherlock_paths.ts";
+import type { ValidationCache } from "../config/validation_cache.ts";
 import type { Service } from "./schema.ts";
 
 export type { RemoteServer, Service, StdioServer } from "./schema.ts";
@@ -91,8 +91,8 @@ async function loadServiceValidator(
     typeof import("./schema.ts")
   >(new URL("./schema.ts", import.meta.url));
   const { requireNameMatchesFile } = await importLazily<
-    typeof import("../schema_problems.ts")
-  >(new URL("../schema_problems.ts", import.meta.url));
+    typeof import("../config/schema_problems.ts")
+  >(new URL("../config/schema_problems.ts", import.meta.url));
   return requireNameMatchesFile({
     validate: validateService,
     basename,

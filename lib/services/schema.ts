@@ -9,9 +9,9 @@
  */
 
 import { z } from "zod";
-import type { Validation } from "../config_files.ts";
-import { ENV_NAME_PATTERN, NAME_PATTERN } from "../names.ts";
-import { validateWith } from "../schema_problems.ts";
+import type { Validation } from "../config/toml_files.ts";
+import { ENV_NAME_PATTERN, NAME_PATTERN } from "../config/names.ts";
+import { validateWith } from "../config/schema_problems.ts";
 
 const envName = z.string().regex(
   ENV_NAME_PATTERN,

@@ -23,7 +23,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import type { Health } from "../../lib/broker/protocol.ts";
-import { unixHttpRequest } from "../../lib/broker/unix_http.ts";
+import { unixHttpRequest } from "../../lib/runtime/unix_http.ts";
 import {
   type AgentRecord,
   AgentRun,

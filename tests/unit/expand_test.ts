@@ -1,11 +1,11 @@
-/** `${VAR}` and `~` expansion (lib/expand.ts). */
+/** `${VAR}` and `~` expansion (lib/config/expand.ts). */
 
 import assert from "node:assert/strict";
 import {
   expandPath,
   expandVariables,
   UnsetVariableError,
-} from "../../lib/expand.ts";
+} from "../../lib/config/expand.ts";
 
 const ctx = (env: Record<string, string | undefined>, uid = 1000) => ({
   env,
@@ -74,7 +74,7 @@ Deno.test("expandVariables: XDG variables fall back to their defaults when unset
 });
 
 Deno.test("expandVariables: a relative XDG value is ignored, as the spec says", () => {
-  // sherlock's own locations ignore it (paths.ts); a profile's path must
+  // sherlock's own locations ignore it (sherlock_paths.ts); a profile's path must
   // agree, or ${XDG_CONFIG_HOME}/x would name a file relative to the cwd.
   assert.equal(
     expandVariables(

@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { LAZY_MODULES } from "../../lib/lazy_import.ts";
+import { LAZY_MODULES } from "../../lib/runtime/lazy_import.ts";
 
 interface Dependency {
   code?: { specifier?: string };

@@ -1,6 +1,6 @@
 /**
- * The `merge = true` delivery (lib/render/merged_config.ts, writeMergedConfig
- * in lib/render/rendered_config.ts, restores in lib/render/session_files.ts):
+ * The `merge = true` delivery (lib/session/merged_config.ts, writeMergedConfig
+ * in lib/session/rendered_config.ts, restores in lib/session/records.ts):
  * merging sherlock's servers into the operator's file, and taking them out
  * again, byte for byte when nothing else changed.
  */
@@ -12,15 +12,15 @@ import {
   mergeServers,
   restoreMergedConfig,
   unmergeServers,
-} from "../../lib/render/merged_config.ts";
-import { writeMergedConfig } from "../../lib/render/rendered_config.ts";
+} from "../../lib/session/merged_config.ts";
+import { writeMergedConfig } from "../../lib/session/rendered_config.ts";
 import {
   endSession,
   newSessionRecord,
   saveSessionRecord,
   type SessionRecord,
   sweepStaleSessions,
-} from "../../lib/render/session_files.ts";
+} from "../../lib/session/records.ts";
 import { listNames } from "../helpers/home.ts";
 import { exists } from "../helpers/wait.ts";
 

@@ -8,7 +8,7 @@
 
 import assert from "node:assert/strict";
 import { parse } from "smol-toml";
-import { formatProblem } from "../../lib/config_files.ts";
+import { formatProblem } from "../../lib/config/toml_files.ts";
 import { buildArgs } from "../../lib/launch/plan.ts";
 import { BUILTIN_PROFILES } from "../../lib/profiles/builtin.ts";
 import type { LoadedProfile } from "../../lib/profiles/loader.ts";

@@ -7,9 +7,12 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parse } from "smol-toml";
-import { formatProblem, InvalidFileError } from "../../lib/config_files.ts";
+import {
+  formatProblem,
+  InvalidFileError,
+} from "../../lib/config/toml_files.ts";
 import { UsageError } from "../../lib/errors.ts";
-import { sherlockPaths } from "../../lib/paths.ts";
+import { sherlockPaths } from "../../lib/config/sherlock_paths.ts";
 import { BUILTIN_PROFILES, builtinPath } from "../../lib/profiles/builtin.ts";
 import {
   loadAllProfiles,
@@ -17,7 +20,7 @@ import {
   profileNames,
 } from "../../lib/profiles/loader.ts";
 import { profileSchema, validateProfile } from "../../lib/profiles/schema.ts";
-import { ValidationCache } from "../../lib/validation_cache.ts";
+import { ValidationCache } from "../../lib/config/validation_cache.ts";
 
 const BUILTIN_NAMES = [
   "amp",

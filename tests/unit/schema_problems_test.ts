@@ -1,7 +1,7 @@
-/** Locating a key's line in TOML text (lib/schema_problems.ts findKeyLine). */
+/** Locating a key's line in TOML text (lib/config/schema_problems.ts findKeyLine). */
 
 import assert from "node:assert/strict";
-import { findKeyLine } from "../../lib/schema_problems.ts";
+import { findKeyLine } from "../../lib/config/schema_problems.ts";
 
 const PROFILE = `# a comment
 [agent]

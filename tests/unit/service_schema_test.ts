@@ -2,7 +2,7 @@
 
 import assert from "node:assert/strict";
 import { parse } from "smol-toml";
-import { formatProblem } from "../../lib/config_files.ts";
+import { formatProblem } from "../../lib/config/toml_files.ts";
 import { validateService } from "../../lib/services/schema.ts";
 
 function validate(text: string) {

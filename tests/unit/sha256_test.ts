@@ -1,8 +1,8 @@
-/** SHA-256 in plain TypeScript (lib/sha256.ts), against node:crypto. */
+/** SHA-256 in plain TypeScript (lib/runtime/sha256.ts), against node:crypto. */
 
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { sha256Hex } from "../../lib/sha256.ts";
+import { sha256Hex } from "../../lib/runtime/sha256.ts";
 
 Deno.test("sha256Hex: the FIPS 180-4 examples", () => {
   assert.equal(

@@ -6,8 +6,8 @@
  * @module
  */
 
-import { concatBytes } from "../../bytes.ts";
-import { NAME_PATTERN } from "../../names.ts";
+import { concatBytes } from "../../runtime/bytes.ts";
+import { NAME_PATTERN } from "../../config/names.ts";
 import { VERSION } from "../../version.ts";
 import {
   type ErrorBody,

@@ -13,7 +13,7 @@
  * @module
  */
 
-import { concatBytes } from "../../bytes.ts";
+import { concatBytes } from "../../runtime/bytes.ts";
 import type { ErrorBody, ErrorCode } from "../protocol.ts";
 
 /** The most bytes of a request line and headers. */

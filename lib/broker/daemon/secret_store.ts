@@ -42,7 +42,7 @@ import {
   timingSafeEqual,
 } from "node:crypto";
 import { ExitCode, SherlockError } from "../../errors.ts";
-import { NAME_PATTERN } from "../../names.ts";
+import { NAME_PATTERN } from "../../config/names.ts";
 import {
   describeFsError,
   ensurePrivateParent,

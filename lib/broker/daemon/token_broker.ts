@@ -6,11 +6,11 @@
  * @module
  */
 
-import { InvalidFileError } from "../../config_files.ts";
-import type { SherlockPaths } from "../../paths.ts";
+import { InvalidFileError } from "../../config/toml_files.ts";
+import type { SherlockPaths } from "../../config/sherlock_paths.ts";
 import { sha256Hex } from "../../private_files.ts";
 import { loadService, type Service } from "../../services/loader.ts";
-import type { ValidationCache } from "../../validation_cache.ts";
+import type { ValidationCache } from "../../config/validation_cache.ts";
 import type { ErrorCode, TokenRequest, TokenResponse } from "../protocol.ts";
 import { appendAudit } from "./audit_log.ts";
 import { HelperError, runCredentialHelper } from "./credential_helper.ts";

@@ -1,7 +1,7 @@
 /**
  * Importing a module only when it is needed.
  *
- * Deno loads every module that a literal `import("./x.ts")` names while the
+ * Deno loads every module that a literal `import("../x.ts")` names while the
  * program starts, whether or not the import ever runs. For sherlock that
  * put every command, the broker daemon and zod on the launch path. An import
  * of a URL built at run time is not followed at start-up, so lazy modules
@@ -29,15 +29,15 @@ export const LAZY_MODULES: readonly string[] = [
   "lib/cli/shim.ts",
   "lib/profiles/loader.ts",
   "lib/profiles/schema.ts",
-  "lib/schema_problems.ts",
+  "lib/config/schema_problems.ts",
   "lib/services/schema.ts",
-  "lib/settings_schema.ts",
-  "lib/toml_parser.ts",
+  "lib/config/settings_schema.ts",
+  "lib/config/toml_parser.ts",
 ];
 
 /**
  * Imports `url` when called. Give the module's type, e.g.
- * `importLazily<typeof import("./run.ts")>(new URL("./run.ts", import.meta.url))`
+ * `importLazily<typeof import("../run.ts")>(new URL("../run.ts", import.meta.url))`
  * (a type-only reference, which Deno does not load at start-up).
  */
 export function importLazily<T>(url: URL): Promise<T> {

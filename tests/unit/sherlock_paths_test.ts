@@ -1,11 +1,11 @@
-/** sherlock's XDG locations (lib/paths.ts). */
+/** sherlock's XDG locations (lib/config/sherlock_paths.ts). */
 
 import assert from "node:assert/strict";
 import {
   fallbackRuntimeDir,
   sherlockPaths,
   xdgDefault,
-} from "../../lib/paths.ts";
+} from "../../lib/config/sherlock_paths.ts";
 import { ConfigError } from "../../lib/errors.ts";
 
 Deno.test("sherlockPaths: every location from the XDG variables", () => {

@@ -6,7 +6,7 @@
  */
 
 import { z } from "zod";
-import type { Validation } from "./config_files.ts";
+import type { Validation } from "./toml_files.ts";
 import { validateWith } from "./schema_problems.ts";
 
 /** config.toml as the schema normalizes it. */

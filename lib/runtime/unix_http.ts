@@ -6,7 +6,7 @@
  * @module
  */
 
-import { concatBytes } from "../bytes.ts";
+import { concatBytes } from "./bytes.ts";
 
 /** A parsed response. */
 export interface UnixHttpResponse {

@@ -15,13 +15,13 @@
  * @module
  */
 
-import { join } from "./file_paths.ts";
+import { join } from "../runtime/path.ts";
 import {
   ensurePrivateDir,
   readTextIfPresent,
   writeFileAtomically,
-} from "./private_files.ts";
-import { VERSION } from "./version.ts";
+} from "../private_files.ts";
+import { VERSION } from "../version.ts";
 
 /**
  * Bump when a schema's output changes shape, or it refuses more, without a

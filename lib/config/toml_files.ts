@@ -7,10 +7,10 @@
  * @module
  */
 
-import { importLazily } from "./lazy_import.ts";
-import { join } from "./file_paths.ts";
-import { ConfigError } from "./errors.ts";
-import { describeFsError } from "./private_files.ts";
+import { importLazily } from "../runtime/lazy_import.ts";
+import { join } from "../runtime/path.ts";
+import { ConfigError } from "../errors.ts";
+import { describeFsError } from "../private_files.ts";
 import { ValidationCache } from "./validation_cache.ts";
 
 /** What is wrong with one file. */

@@ -8,8 +8,8 @@
  * @module
  */
 
-import { join } from "./file_paths.ts";
-import { ConfigError } from "./errors.ts";
+import { join } from "../runtime/path.ts";
+import { ConfigError } from "../errors.ts";
 
 /** The environment as a plain lookup table. */
 export type Env = Readonly<Record<string, string | undefined>>;

@@ -21,7 +21,7 @@
  */
 
 import { CantCreateError } from "../errors.ts";
-import { dirname, isAbsolute, join } from "../file_paths.ts";
+import { dirname, isAbsolute, join } from "../runtime/path.ts";
 import {
   describeFsError,
   removeIfPresent,

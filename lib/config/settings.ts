@@ -6,10 +6,10 @@
  * @module
  */
 
-import { importLazily } from "./lazy_import.ts";
-import { readTomlFile } from "./config_files.ts";
-import type { SherlockPaths } from "./paths.ts";
-import { readTextIfPresent } from "./private_files.ts";
+import { importLazily } from "../runtime/lazy_import.ts";
+import { readTomlFile } from "./toml_files.ts";
+import type { SherlockPaths } from "./sherlock_paths.ts";
+import { readTextIfPresent } from "../private_files.ts";
 import type { Settings } from "./settings_schema.ts";
 import type { ValidationCache } from "./validation_cache.ts";
 

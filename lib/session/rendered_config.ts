@@ -11,7 +11,7 @@
  * @module
  */
 
-import { dirname, join } from "../file_paths.ts";
+import { dirname, join } from "../runtime/path.ts";
 import { CantCreateError } from "../errors.ts";
 import {
   describeFsError,
@@ -36,7 +36,7 @@ import {
   saveSessionRecord,
   type SessionRecord,
   writeSessionFile,
-} from "./session_files.ts";
+} from "./records.ts";
 
 /** The per-session file name in the runtime folder. */
 export function runtimeConfigPath(

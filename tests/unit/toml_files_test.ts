@@ -1,5 +1,5 @@
 /**
- * Reading operator TOML files (lib/config_files.ts): the one-line problem
+ * Reading operator TOML files (lib/config/toml_files.ts): the one-line problem
  * format, syntax errors with line and column, the validation cache.
  */
 
@@ -12,8 +12,8 @@ import {
   parseTomlText,
   readTomlFile,
   type Validator,
-} from "../../lib/config_files.ts";
-import { ValidationCache } from "../../lib/validation_cache.ts";
+} from "../../lib/config/toml_files.ts";
+import { ValidationCache } from "../../lib/config/validation_cache.ts";
 
 Deno.test("formatProblem: path:line:column: key: reason", () => {
   assert.equal(

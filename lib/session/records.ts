@@ -14,7 +14,7 @@
  * @module
  */
 
-import { join } from "../file_paths.ts";
+import { join } from "../runtime/path.ts";
 import { type MergeRestore, restoreMergedConfig } from "./merged_config.ts";
 import { CantCreateError } from "../errors.ts";
 import {

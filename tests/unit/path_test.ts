@@ -1,9 +1,9 @@
-/** Path functions without node: imports (lib/file_paths.ts), against node:path. */
+/** Path functions without node: imports (lib/runtime/path.ts), against node:path. */
 
 import assert from "node:assert/strict";
 import nodePath from "node:path";
 import { fileURLToPath } from "node:url";
-import * as paths from "../../lib/file_paths.ts";
+import * as paths from "../../lib/runtime/path.ts";
 
 const SAMPLES = [
   "",

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { type Env, lookupVariable } from "./paths.ts";
+import { type Env, lookupVariable } from "./sherlock_paths.ts";
 
 /** What to expand against. */
 export interface ExpandContext {

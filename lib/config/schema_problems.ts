@@ -7,7 +7,7 @@
  */
 
 import type { z } from "zod";
-import type { SchemaProblem, Validation, Validator } from "./config_files.ts";
+import type { SchemaProblem, Validation, Validator } from "./toml_files.ts";
 
 /**
  * Validates `raw` with `schema` and reports the first issue (with a count of

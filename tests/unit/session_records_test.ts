@@ -1,6 +1,6 @@
 /**
- * Session records and the files they own (lib/render/session_files.ts,
- * lib/render/rendered_config.ts): written 0600 and exclusively, removed
+ * Session records and the files they own (lib/session/records.ts,
+ * lib/session/rendered_config.ts): written 0600 and exclusively, removed
  * only while unchanged, swept when their process is gone.
  */
 
@@ -10,7 +10,7 @@ import { CantCreateError } from "../../lib/errors.ts";
 import {
   runtimeConfigPath,
   writeRenderedConfig,
-} from "../../lib/render/rendered_config.ts";
+} from "../../lib/session/rendered_config.ts";
 import {
   endSession,
   newSessionId,
@@ -19,7 +19,7 @@ import {
   type SessionRecord,
   sessionsDir,
   sweepStaleSessions,
-} from "../../lib/render/session_files.ts";
+} from "../../lib/session/records.ts";
 import { listNames } from "../helpers/home.ts";
 import { exists } from "../helpers/wait.ts";
 

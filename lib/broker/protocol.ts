@@ -21,22 +21,12 @@
  * @module
  */
 
-import { join } from "../runtime/path.ts";
-
-/** The socket's file name in the runtime folder. */
-export const SOCKET_NAME = "broker.sock";
-
 /**
  * The largest request body the daemon reads, in bytes: room for the
  * largest secret the store takes (64 Ki characters) even when JSON escapes
  * every one of them.
  */
 export const MAX_BODY_BYTES = 512 * 1024;
-
-/** The socket's path for a runtime folder. */
-export function socketPath(runtimeDir: string): string {
-  return join(runtimeDir, SOCKET_NAME);
-}
 
 /** `GET /v1/health`. */
 export interface Health {

@@ -6,17 +6,15 @@
  */
 
 import { importLazily } from "../runtime/lazy_import.ts";
-import { join } from "node:path";
 import { brokerHealth, callBroker, ensureBroker } from "../broker/client.ts";
 import { readAudit } from "../broker/daemon/audit_log.ts";
-import { socketPath, type Whoami } from "../broker/protocol.ts";
+import type { Whoami } from "../broker/protocol.ts";
 import {
   errorMessage,
   ExitCode,
   UnavailableError,
   UsageError,
 } from "../errors.ts";
-import type { SherlockPaths } from "../config/sherlock_paths.ts";
 import { ensurePrivateDir } from "../private_files.ts";
 import { loadSettings } from "../config/settings.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
@@ -40,11 +38,6 @@ serves each session's tokens over $XDG_RUNTIME_DIR/sherlock/broker.sock.
 
 /** How long `broker stop` waits for the daemon to stop answering. */
 const STOP_TIMEOUT_MS = 10_000;
-
-/** The background daemon's own log (start, stop, failures; never a secret). */
-export function brokerLogPath(paths: SherlockPaths): string {
-  return join(paths.stateDir, "broker.log");
-}
 
 /** Runs the command; returns the exit code. */
 export async function brokerCommand(args: readonly string[]): Promise<number> {
@@ -82,7 +75,7 @@ async function serve(args: readonly string[]): Promise<number> {
   let logLine = (line: string) => console.error(`sherlock broker: ${line}`);
   if (background) {
     ensurePrivateDir(paths.stateDir);
-    const file = Deno.openSync(brokerLogPath(paths), {
+    const file = Deno.openSync(paths.brokerLog, {
       append: true,
       create: true,
       mode: 0o600,
@@ -118,8 +111,8 @@ async function serve(args: readonly string[]): Promise<number> {
 async function start(args: readonly string[]): Promise<number> {
   if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
   const { paths } = commandContext();
-  const socket = socketPath(paths.runtimeDir);
-  const health = await ensureBroker({ socket, logFile: brokerLogPath(paths) });
+  const socket = paths.socket;
+  const health = await ensureBroker({ socket, logFile: paths.brokerLog });
   printLine(
     `broker running (pid ${health.pid}, since ${health.started}) on ${socket}`,
   );
@@ -129,7 +122,7 @@ async function start(args: readonly string[]): Promise<number> {
 async function stop(args: readonly string[]): Promise<number> {
   if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
   const { paths } = commandContext();
-  const socket = socketPath(paths.runtimeDir);
+  const socket = paths.socket;
   const health = await brokerHealth(socket);
   if (health === undefined) {
     printLine("broker is not running");
@@ -155,7 +148,7 @@ async function stop(args: readonly string[]): Promise<number> {
 async function status(args: readonly string[]): Promise<number> {
   if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
   const { paths } = commandContext();
-  const socket = socketPath(paths.runtimeDir);
+  const socket = paths.socket;
   const health = await brokerHealth(socket);
   if (health === undefined) {
     printLine(`broker is not running (socket ${socket})`);

@@ -17,14 +17,10 @@ import {
   LOGIN_TIMEOUT_MS,
   whoami,
 } from "../broker/client.ts";
-import {
-  type LoginAnswer,
-  socketPath,
-  type Whoami,
-} from "../broker/protocol.ts";
+import type { LoginAnswer, Whoami } from "../broker/protocol.ts";
 import { ExitCode, UsageError } from "../errors.ts";
 import { describeFsError } from "../private_files.ts";
-import { brokerLogPath, describeLogin } from "./broker.ts";
+import { describeLogin } from "./broker.ts";
 import { commandContext } from "./context.ts";
 import { printLine } from "./output.ts";
 import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
@@ -66,8 +62,8 @@ export async function loginCommand(args: readonly string[]): Promise<number> {
     : stdinIsTerminal()
     ? undefined
     : await readStdin("passphrase", { firstLine: true });
-  const socket = socketPath(paths.runtimeDir);
-  await ensureBroker({ socket, logFile: brokerLogPath(paths) });
+  const socket = paths.socket;
+  await ensureBroker({ socket, logFile: paths.brokerLog });
   const before = await whoami(socket);
   const create = !before.storeExists;
   const passphrase = given ?? await promptPassphrase(create);
@@ -154,7 +150,7 @@ async function promptPassphrase(create: boolean): Promise<string> {
  * a broker just to find it locked).
  */
 async function runningBrokerSocket(): Promise<string | undefined> {
-  const socket = socketPath(commandContext().paths.runtimeDir);
+  const socket = commandContext().paths.socket;
   if ((await brokerHealth(socket)) !== undefined) return socket;
   printLine("not logged in (the broker is not running)");
   return undefined;

@@ -8,14 +8,9 @@
  */
 
 import { callBroker, ensureBroker, whoami } from "../broker/client.ts";
-import {
-  type SecretList,
-  type SecretRemoved,
-  socketPath,
-} from "../broker/protocol.ts";
+import type { SecretList, SecretRemoved } from "../broker/protocol.ts";
 import { NoPermissionError, UsageError } from "../errors.ts";
 import { NAME_PATTERN } from "../config/names.ts";
-import { brokerLogPath } from "./broker.ts";
 import { commandContext } from "./context.ts";
 import { columns, printLine } from "./output.ts";
 import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
@@ -115,7 +110,7 @@ export async function secretCommand(args: readonly string[]): Promise<number> {
 
 async function brokerSocket(): Promise<string> {
   const { paths } = commandContext();
-  const socket = socketPath(paths.runtimeDir);
-  await ensureBroker({ socket, logFile: brokerLogPath(paths) });
+  const socket = paths.socket;
+  await ensureBroker({ socket, logFile: paths.brokerLog });
   return socket;
 }

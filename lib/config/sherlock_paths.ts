@@ -32,6 +32,14 @@ export interface SherlockPaths {
   cacheDir: string;
   /** Per-user, private, preferably tmpfs: rendered configs and the socket. */
   runtimeDir: string;
+  /** The broker's Unix socket, in the runtime folder. */
+  socket: string;
+  /** The local provider's encrypted secret store, in the data folder. */
+  secretStore: string;
+  /** The audit log (JSON lines), in the state folder. */
+  auditLog: string;
+  /** The background daemon's own log, in the state folder. */
+  brokerLog: string;
 }
 
 /** The XDG variables that have a default below `$HOME`. */
@@ -88,18 +96,25 @@ export function sherlockPaths(env: Env, uid: number): SherlockPaths {
     return value;
   };
   const configDir = join(base("XDG_CONFIG_HOME"), "sherlock");
+  const dataDir = join(base("XDG_DATA_HOME"), "sherlock");
+  const stateDir = join(base("XDG_STATE_HOME"), "sherlock");
   const runtime = env.XDG_RUNTIME_DIR;
+  const runtimeDir = runtime && runtime.startsWith("/")
+    ? join(runtime, "sherlock")
+    : fallbackRuntimeDir(env, uid);
   return {
     configDir,
     agentsDir: join(configDir, "agents.d"),
     servicesDir: join(configDir, "services.d"),
     configFile: join(configDir, "config.toml"),
-    dataDir: join(base("XDG_DATA_HOME"), "sherlock"),
-    stateDir: join(base("XDG_STATE_HOME"), "sherlock"),
+    dataDir,
+    stateDir,
     cacheDir: join(base("XDG_CACHE_HOME"), "sherlock"),
-    runtimeDir: runtime && runtime.startsWith("/")
-      ? join(runtime, "sherlock")
-      : fallbackRuntimeDir(env, uid),
+    runtimeDir,
+    socket: join(runtimeDir, "broker.sock"),
+    secretStore: join(dataDir, "secrets.enc"),
+    auditLog: join(stateDir, "audit.log"),
+    brokerLog: join(stateDir, "broker.log"),
   };
 }
 

@@ -6,7 +6,6 @@
  */
 
 import { formatProblem } from "../config/toml_files.ts";
-import { socketPath } from "../broker/protocol.ts";
 import {
   ConfigError,
   ExecutableNotFoundError,
@@ -109,7 +108,7 @@ export async function runSession(
   const { mcp } = loaded.profile;
   const context = { env: options.env, uid: options.uid };
   const session = newSessionId();
-  const socket = socketPath(paths.runtimeDir);
+  const socket = paths.socket;
   const mergePath = mcp.merge ? configFilePath(loaded, context) : undefined;
   for (const service of services) {
     const reason = unsupportedServer(mcp.format, service.server);

@@ -27,6 +27,10 @@ Deno.test("sherlockPaths: every location from the XDG variables", () => {
       stateDir: "/s/sherlock",
       cacheDir: "/k/sherlock",
       runtimeDir: "/run/user/1000/sherlock",
+      socket: "/run/user/1000/sherlock/broker.sock",
+      secretStore: "/d/sherlock/secrets.enc",
+      auditLog: "/s/sherlock/audit.log",
+      brokerLog: "/s/sherlock/broker.log",
     },
   );
 });
@@ -41,6 +45,10 @@ Deno.test("sherlockPaths: the XDG defaults below HOME", () => {
     stateDir: "/home/op/.local/state/sherlock",
     cacheDir: "/home/op/.cache/sherlock",
     runtimeDir: "/tmp/sherlock-1000",
+    socket: "/tmp/sherlock-1000/broker.sock",
+    secretStore: "/home/op/.local/share/sherlock/secrets.enc",
+    auditLog: "/home/op/.local/state/sherlock/audit.log",
+    brokerLog: "/home/op/.local/state/sherlock/broker.log",
   });
 });
 

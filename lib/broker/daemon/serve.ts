@@ -21,7 +21,7 @@ import { ensurePrivateDir, removeIfPresent } from "../../private_files.ts";
 import type { Settings } from "../../config/settings.ts";
 import { ValidationCache } from "../../config/validation_cache.ts";
 import { VERSION } from "../../version.ts";
-import { MAX_BODY_BYTES, socketPath } from "../protocol.ts";
+import { MAX_BODY_BYTES } from "../protocol.ts";
 import { appendAudit } from "./audit_log.ts";
 import { handleRequest } from "./handler.ts";
 import { type HttpServer, serveHttp } from "./http_server.ts";
@@ -49,14 +49,14 @@ export async function serveBroker(
   options: ServeOptions,
 ): Promise<ServeOutcome> {
   const { paths, log } = options;
-  const socket = socketPath(paths.runtimeDir);
+  const socket = paths.socket;
   const started = new Date();
   let stop: () => void = () => {};
   const stopped = new Promise<void>((resolve) => stop = resolve);
 
   const validationCache = new ValidationCache();
   const login = new LoginState({
-    storePath: join(paths.dataDir, "secrets.enc"),
+    storePath: paths.secretStore,
     idleTimeoutSeconds: options.settings.broker.idle_timeout,
     onIdleLock: () => {
       tokens.clear();

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import {
   HelperError,
   parseHelperOutput,
-} from "../../lib/broker/daemon/credential_helper.ts";
+} from "../../lib/broker/daemon/sources/credential_helper.ts";
 
 const NOW = Date.parse("2030-01-01T00:00:00Z");
 const label = "credential helper of service x (h)";

@@ -13,7 +13,10 @@ import { loadService, type Service } from "../../services/loader.ts";
 import type { ValidationCache } from "../../config/validation_cache.ts";
 import type { ErrorCode, TokenRequest, TokenResponse } from "../protocol.ts";
 import { appendAudit } from "./audit_log.ts";
-import { HelperError, runCredentialHelper } from "./credential_helper.ts";
+import {
+  HelperError,
+  runCredentialHelper,
+} from "./sources/credential_helper.ts";
 import type { LoginState } from "./login_state.ts";
 import { type Token, TokenCache } from "./token_cache.ts";
 

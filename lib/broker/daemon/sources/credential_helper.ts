@@ -9,7 +9,7 @@
  * @module
  */
 
-import { concatBytes } from "../../runtime/bytes.ts";
+import { concatBytes } from "../../../runtime/bytes.ts";
 
 /** What a helper produced. */
 export interface HelperToken {

@@ -11,30 +11,18 @@ import type { SherlockPaths } from "../../config/sherlock_paths.ts";
 import { sha256Hex } from "../../private_files.ts";
 import { loadService, type Service } from "../../services/loader.ts";
 import type { ValidationCache } from "../../config/validation_cache.ts";
-import type { ErrorCode, TokenRequest, TokenResponse } from "../protocol.ts";
+import type { TokenRequest, TokenResponse } from "../protocol.ts";
 import { appendAudit } from "./audit_log.ts";
 import {
   HelperError,
   runCredentialHelper,
 } from "./sources/credential_helper.ts";
 import type { LoginState } from "./login_state.ts";
+import { BrokerRequestError } from "./request_error.ts";
 import { type Token, TokenCache } from "./token_cache.ts";
 
-/** A request the broker refuses; `code` and `status` go into the answer. */
-export class BrokerRequestError extends Error {
-  /** The error code of the answer. */
-  readonly code: ErrorCode;
-  /** The HTTP status of the answer. */
-  readonly status: number;
-
-  /** Creates the error; the message must be secret-free. */
-  constructor(options: { code: ErrorCode; status: number; message: string }) {
-    super(options.message);
-    this.name = "BrokerRequestError";
-    this.code = options.code;
-    this.status = options.status;
-  }
-}
+// handler.ts imports the error from here; it lives in request_error.ts.
+export { BrokerRequestError } from "./request_error.ts";
 
 /** What the token broker works with. */
 export interface TokenBrokerOptions {

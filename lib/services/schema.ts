@@ -12,6 +12,7 @@ import { z } from "zod";
 import type { Validation } from "../config/toml_files.ts";
 import { ENV_NAME_PATTERN, NAME_PATTERN } from "../config/names.ts";
 import { validateWith } from "../config/schema_problems.ts";
+import { TOKEN_SOURCES, type TokenSourceName } from "./token_sources.ts";
 
 const envName = z.string().regex(
   ENV_NAME_PATTERN,
@@ -56,11 +57,12 @@ const serverSchema = z.strictObject({
 });
 
 const tokenSchema = z.strictObject({
-  source: z.enum(["none", "secret", "command"], {
+  source: z.enum(TOKEN_SOURCES, {
+    // Anything else gets schema_problems.ts's "must be one of" the names.
     error: (issue) =>
       issue.input === "oidc"
         ? "oidc is not available in this version of sherlock; use command or secret"
-        : `must be one of "none", "secret", "command"`,
+        : undefined,
   }),
   command: z.array(z.string()).min(1, "must name a program").optional(),
   env: envName.optional(),
@@ -151,7 +153,7 @@ export type Service = z.output<typeof serviceSchema>;
 /** The token part of a normalized service. */
 export interface TokenSpec {
   /** Where the broker gets the token. */
-  source: "none" | "secret" | "command";
+  source: TokenSourceName;
   /** The credential helper's argv (`source = "command"`). */
   command?: string[];
   /** The variable a stdio server reads the token from. */

@@ -1,7 +1,7 @@
 /**
  * Serving `POST /v1/token`: read the service's file (fresh, so an edit takes
- * effect at once), get its token from the right source through the cache,
- * and write the audit log.
+ * effect at once), get its token through the cache from its source
+ * (`sources/registry.ts`), and write the audit log.
  *
  * @module
  */
@@ -13,12 +13,9 @@ import { loadService, type Service } from "../../services/loader.ts";
 import type { ValidationCache } from "../../config/validation_cache.ts";
 import type { TokenRequest, TokenResponse } from "../protocol.ts";
 import { appendAudit } from "./audit_log.ts";
-import {
-  HelperError,
-  runCredentialHelper,
-} from "./sources/credential_helper.ts";
 import type { LoginState } from "./login_state.ts";
 import { BrokerRequestError } from "./request_error.ts";
+import { tokenSource } from "./sources/registry.ts";
 import { type Token, TokenCache } from "./token_cache.ts";
 
 // handler.ts imports the error from here; it lives in request_error.ts.
@@ -99,13 +96,6 @@ export class TokenBroker {
           ? error.code
           : "helper_failed",
       });
-      if (error instanceof HelperError) {
-        throw new BrokerRequestError({
-          code: "helper_failed",
-          status: 502,
-          message: error.message,
-        });
-      }
       throw error;
     }
   }
@@ -138,31 +128,16 @@ export class TokenBroker {
     return service;
   }
 
-  async #fetch(service: Service): Promise<Token> {
-    const { token } = service;
-    const name = service.service.name;
-    if (token.source === "secret") {
-      const value = this.#options.login.store?.get(name);
-      if (value === undefined) {
-        throw new BrokerRequestError({
-          code: "no_secret",
-          status: 404,
-          message:
-            `no secret stored for service ${name}; run "sherlock secret set ${name}"`,
-        });
-      }
-      return { token: value };
-    }
-    const fetched = await runCredentialHelper({
-      service: name,
-      command: token.command ?? [],
-      timeoutSeconds: token.timeout,
-      cwd: this.#options.helperCwd,
+  #fetch(service: Service): Promise<Token> {
+    const { source } = service.token;
+    // token() refused "none" already; the store may have locked meanwhile.
+    if (source === "none") throw new Error("source none has no token");
+    const store = this.#options.login.store;
+    if (store === undefined) throw notLoggedIn();
+    return tokenSource(source).fetchToken(service, {
+      store,
+      helperCwd: this.#options.helperCwd,
     });
-    if (fetched.expiresAt === undefined && token.ttl !== undefined) {
-      return { token: fetched.token, expiresAt: Date.now() + token.ttl * 1000 };
-    }
-    return fetched;
   }
 }
 

@@ -1,0 +1,37 @@
+/**
+ * The token sources by `[token] source` name. Adding a source `x` takes:
+ *
+ * 1. `sources/x.ts`, exporting a {@linkcode TokenSource} (errors are
+ *    `BrokerRequestError`s; a new error code goes into `ErrorCode` in
+ *    `lib/broker/protocol.ts`);
+ * 2. its line in `SOURCES` below;
+ * 3. `"x"` in `TOKEN_SOURCES` (`lib/services/token_sources.ts`), and the
+ *    `[token]` keys of its own in `lib/services/schema.ts`: in `tokenSchema`,
+ *    in `TokenSpec`, and a rule in the schema's `superRefine` that they
+ *    apply only to `source = "x"`, as `command` does.
+ *
+ * Steps 2 and 3 cannot drift apart: `SOURCES` must name every source but
+ * `none` (which needs no token) and nothing else, or the build fails.
+ *
+ * @module
+ */
+
+import type { FetchingSourceName } from "../../../services/token_sources.ts";
+import { commandSource } from "./command.ts";
+import { secretSource } from "./secret.ts";
+import type { TokenSource } from "./token_source.ts";
+
+/** The source registered under `name`. */
+export function tokenSource(name: FetchingSourceName): TokenSource {
+  return SOURCES[name];
+}
+
+/** The names of every registered source, sorted. */
+export function registeredSources(): FetchingSourceName[] {
+  return (Object.keys(SOURCES) as FetchingSourceName[]).sort();
+}
+
+const SOURCES: Readonly<Record<FetchingSourceName, TokenSource>> = {
+  command: commandSource,
+  secret: secretSource,
+};

@@ -1,0 +1,33 @@
+/**
+ * `[token] source = "secret"`: the value `sherlock secret set <service>`
+ * stored in the unlocked secret store.
+ *
+ * @module
+ */
+
+import type { Service } from "../../../services/loader.ts";
+import { BrokerRequestError } from "../request_error.ts";
+import type { Token } from "../token_cache.ts";
+import type { SourceContext, TokenSource } from "./token_source.ts";
+
+/** The stored secret of the service; it never expires, so is not cached. */
+export const secretSource: TokenSource = { fetchToken: storedSecret };
+
+function storedSecret(
+  service: Service,
+  context: SourceContext,
+): Promise<Token> {
+  const name = service.service.name;
+  const value = context.store.get(name);
+  if (value === undefined) {
+    return Promise.reject(
+      new BrokerRequestError({
+        code: "no_secret",
+        status: 404,
+        message:
+          `no secret stored for service ${name}; run "sherlock secret set ${name}"`,
+      }),
+    );
+  }
+  return Promise.resolve({ token: value });
+}

@@ -1,0 +1,38 @@
+/**
+ * What a token source is: how the broker gets a fresh token for a service
+ * whose `[token] source` names it. The broker keeps the cache, the
+ * single-flight, the login checks and the audit log above every source.
+ *
+ * @module
+ */
+
+import type { Service } from "../../../services/loader.ts";
+import type { SecretStore } from "../secret_store.ts";
+import type { Token } from "../token_cache.ts";
+
+/** One way of getting a token; registered by name in `registry.ts`. */
+export interface TokenSource {
+  /**
+   * Gets a new token for `service`: the broker calls this only when its
+   * cache has none, once for all the requests waiting for it. A token
+   * without `expiresAt` is served but not cached. Throws
+   * {@linkcode BrokerRequestError} with a message that holds no secret.
+   */
+  fetchToken(service: Service, context: SourceContext): Promise<Token>;
+}
+
+/**
+ * What a source may use besides the service. Sources to come add what they
+ * need here (the login's identity for a token exchange, a forced refresh for
+ * OAuth) rather than reaching into the daemon.
+ */
+export interface SourceContext {
+  /**
+   * The unlocked secret store: the broker checked the login before the
+   * call, and checks it again before serving the token. A source keeps what
+   * must outlive the daemon (an OAuth grant) here.
+   */
+  store: SecretStore;
+  /** The folder credential helpers run in; the daemon's own when unset. */
+  helperCwd?: string;
+}

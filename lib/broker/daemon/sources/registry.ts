@@ -8,7 +8,8 @@
  * 3. `"x"` in `TOKEN_SOURCES` (`lib/services/token_sources.ts`), and the
  *    `[token]` keys of its own in `lib/services/schema.ts`: in `tokenSchema`,
  *    in `TokenSpec`, and a rule in the schema's `superRefine` that they
- *    apply only to `source = "x"`, as `command` does.
+ *    apply only to `source = "x"`, as `command` does;
+ * 4. its entry in the README's list of token sources.
  *
  * Steps 2 and 3 cannot drift apart: `SOURCES` must name every source but
  * `none` (which needs no token) and nothing else, or the build fails.

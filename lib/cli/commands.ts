@@ -8,7 +8,7 @@
  * @module
  */
 
-import { importLazily } from "../runtime/lazy_import.ts";
+import { importLazily, LAZY_LIBRARY_MODULES } from "../runtime/lazy_import.ts";
 
 /** One command. */
 export interface CommandSpec {
@@ -163,6 +163,17 @@ Prints sherlock's version (the same as sherlock --version or -V).`,
 
 /** The name of one of sherlock's commands. */
 export type CommandName = keyof typeof COMMANDS;
+
+/**
+ * Every module sherlock imports lazily, from the repository's root: the
+ * commands' and the library's. `scripts/build.ts` compiles each one in.
+ */
+export const LAZY_MODULES: readonly string[] = [
+  ...new Set([
+    ...Object.values(COMMANDS).map((spec: CommandSpec) => spec.module),
+    ...LAZY_LIBRARY_MODULES,
+  ]),
+];
 
 /** True when `name` is one of sherlock's commands. */
 export function isCommandName(name: string): name is CommandName {

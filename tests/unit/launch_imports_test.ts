@@ -12,8 +12,11 @@
 import assert from "node:assert/strict";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { COMMANDS, type CommandSpec } from "../../lib/cli/commands.ts";
-import { LAZY_MODULES } from "../../lib/runtime/lazy_import.ts";
+import {
+  COMMANDS,
+  type CommandSpec,
+  LAZY_MODULES,
+} from "../../lib/cli/commands.ts";
 
 interface Dependency {
   code?: { specifier?: string };

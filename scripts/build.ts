@@ -43,7 +43,7 @@
  * @module
  */
 
-import { LAZY_MODULES } from "../lib/runtime/lazy_import.ts";
+import { LAZY_MODULES } from "../lib/cli/commands.ts";
 import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 

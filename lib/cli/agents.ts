@@ -21,23 +21,8 @@ import { commandContext } from "./context.ts";
 import { columns, printLine, printWarning } from "./output.ts";
 import { isCommandName } from "./commands.ts";
 
-/** The help text of `sherlock agents`. */
-export const AGENTS_HELP = `Usage: sherlock agents
-       sherlock agents show <name>
-
-Lists the agent profiles: the built-ins and the files in
-$XDG_CONFIG_HOME/sherlock/agents.d/ (which shadow a built-in of the same
-name), whether each agent's executable is on PATH, and the files that are
-malformed (on stderr; the exit code is then 78).
-
-"show" prints one profile as sherlock resolved it, every default filled in.`;
-
 /** Runs the command; returns the exit code. */
 export async function agentsCommand(args: readonly string[]): Promise<number> {
-  if (args[0] === "--help" || args[0] === "-h") {
-    printLine(AGENTS_HELP);
-    return 0;
-  }
   if (args[0] === "show") {
     if (args.length !== 2) {
       throw new UsageError("usage: sherlock agents show <name>");

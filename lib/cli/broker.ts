@@ -21,21 +21,6 @@ import { ValidationCache } from "../config/validation_cache.ts";
 import { commandContext } from "./context.ts";
 import { columns, printLine } from "./output.ts";
 
-/** The help text of `sherlock broker`. */
-export const BROKER_HELP = `Usage: sherlock broker <serve|start|stop|status|log>
-
-The broker is a per-user daemon that holds the unlocked secret store and
-serves each session's tokens over $XDG_RUNTIME_DIR/sherlock/broker.sock.
-"sherlock run" starts it in the background when it is not running.
-
-  serve [--background]  run the broker in the foreground (logs on stderr);
-                        --background logs to $XDG_STATE_HOME/sherlock/broker.log
-  start                 start it in the background unless it is running
-  stop                  stop it (the store locks, cached tokens are dropped)
-  status                is it running, since when, who is logged in
-                        (exit 69 when it is not running)
-  log [-n N]            the last N entries of the audit log (default 20)`;
-
 /** How long `broker stop` waits for the daemon to stop answering. */
 const STOP_TIMEOUT_MS = 10_000;
 
@@ -53,11 +38,6 @@ export async function brokerCommand(args: readonly string[]): Promise<number> {
       return await status(rest);
     case "log":
       return log(rest);
-    case "--help":
-    case "-h":
-    case undefined:
-      printLine(BROKER_HELP);
-      return action === undefined ? ExitCode.Usage : 0;
     default:
       throw new UsageError(
         `unknown broker command ${action}; see sherlock broker --help`,

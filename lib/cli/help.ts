@@ -6,7 +6,7 @@
 
 import { UsageError } from "../errors.ts";
 import { VERSION } from "../version.ts";
-import { COMMANDS } from "./commands.ts";
+import { COMMANDS, isCommandName } from "./commands.ts";
 import { columns, printLine } from "./output.ts";
 
 /** The top-level help text. */
@@ -30,18 +30,18 @@ export function mainHelp(): string {
   ].join("\n");
 }
 
-/** `sherlock help [command]`. */
-export async function helpCommand(args: readonly string[]): Promise<number> {
+/** `sherlock help [command]`: the command's help from the table. */
+export function helpCommand(args: readonly string[]): Promise<number> {
   const name = args[0];
   if (name === undefined) {
     printLine(mainHelp());
-    return 0;
+    return Promise.resolve(0);
   }
-  const spec = COMMANDS[name];
-  if (spec === undefined || !Object.hasOwn(COMMANDS, name)) {
+  if (!isCommandName(name)) {
     throw new UsageError(`no command named ${name}; see sherlock --help`);
   }
-  return await (await spec.load())(["--help"]);
+  printLine(COMMANDS[name].help);
+  return Promise.resolve(0);
 }
 
 /** `sherlock version`. */

@@ -28,25 +28,8 @@ import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
 /** A new store's passphrase must be at least this long. */
 export const MIN_PASSPHRASE_LENGTH = 8;
 
-/** The help text of `sherlock login`. */
-export const LOGIN_HELP = `Usage: sherlock login [--passphrase-file PATH]
-
-Unlocks the local secret store in the broker, which then serves tokens
-until "sherlock logout", the broker stops, or the idle timeout in
-config.toml ([broker] idle_timeout, seconds) locks it again. The first
-login creates the store (asking for the passphrase twice; at least
-${MIN_PASSPHRASE_LENGTH} characters).
-
-The passphrase is read from the terminal without echo; with no terminal,
-from the first line of stdin, or of PATH with --passphrase-file
-(e.g. --passphrase-file /dev/fd/3).`;
-
 /** `sherlock login`. */
 export async function loginCommand(args: readonly string[]): Promise<number> {
-  if (args[0] === "--help" || args[0] === "-h") {
-    printLine(LOGIN_HELP);
-    return 0;
-  }
   let passphraseFile: string | undefined;
   if (args.length > 0) {
     if (args[0] !== "--passphrase-file" || args.length !== 2) {
@@ -90,12 +73,6 @@ export async function loginCommand(args: readonly string[]): Promise<number> {
 
 /** `sherlock logout`. */
 export async function logoutCommand(args: readonly string[]): Promise<number> {
-  if (args[0] === "--help" || args[0] === "-h") {
-    printLine(
-      "Usage: sherlock logout\n\nLocks the store in the broker and drops every cached token.",
-    );
-    return 0;
-  }
   if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
   const socket = await runningBrokerSocket();
   if (socket === undefined) return 0;
@@ -106,12 +83,6 @@ export async function logoutCommand(args: readonly string[]): Promise<number> {
 
 /** `sherlock whoami`: exit 0 when logged in, 77 when not. */
 export async function whoamiCommand(args: readonly string[]): Promise<number> {
-  if (args[0] === "--help" || args[0] === "-h") {
-    printLine(
-      "Usage: sherlock whoami\n\nWho is logged in to the broker, through which provider, since when.\nExit 0 when logged in, 77 when not.",
-    );
-    return 0;
-  }
   if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
   const socket = await runningBrokerSocket();
   if (socket === undefined) return ExitCode.NoPermission;

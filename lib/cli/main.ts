@@ -6,10 +6,17 @@
  */
 
 import { importLazily } from "../runtime/lazy_import.ts";
-import { UsageError } from "../errors.ts";
-import { COMMANDS, isCommandName } from "./commands.ts";
+import { ExitCode, UsageError } from "../errors.ts";
+import {
+  type CommandName,
+  COMMANDS,
+  type CommandSpec,
+  isCommandName,
+  isHelpFlag,
+  loadCommand,
+} from "./commands.ts";
 import { commandContext } from "./context.ts";
-import { reportError } from "./output.ts";
+import { printLine, reportError } from "./output.ts";
 
 /** Runs sherlock with `args` (without the program name); returns the exit code. */
 export async function main(args: readonly string[]): Promise<number> {
@@ -29,17 +36,13 @@ async function dispatch(args: readonly string[]): Promise<number> {
     Deno.stderr.writeSync(new TextEncoder().encode(mainHelp() + "\n"));
     return 2;
   }
-  if (first === "--help" || first === "-h") {
-    return await (await COMMANDS.help.load())([]);
-  }
+  if (isHelpFlag(first)) return await runCommand("help", []);
   if (first === "--version" || first === "-V") {
-    return await (await COMMANDS.version.load())([]);
+    return await runCommand("version", []);
   }
-  if (isCommandName(first)) {
-    return await (await COMMANDS[first].load())(args.slice(1));
-  }
+  if (isCommandName(first)) return await runCommand(first, args.slice(1));
   if (first === "--dry-run" || await isProfileName(first)) {
-    return await (await COMMANDS.run.load())(args);
+    return await runCommand("run", args);
   }
   if (first.startsWith("-")) {
     throw new UsageError(`unknown option ${first}; see sherlock --help`);
@@ -47,6 +50,26 @@ async function dispatch(args: readonly string[]): Promise<number> {
   throw new UsageError(
     `no command or agent named "${first}"; run "sherlock agents" to list agents, "sherlock --help" for commands`,
   );
+}
+
+/**
+ * Runs the command, or prints its help from the table: for `--help` or
+ * `-h` as its first argument, and, when it needs arguments, for none.
+ */
+async function runCommand(
+  name: CommandName,
+  args: readonly string[],
+): Promise<number> {
+  const spec: CommandSpec = COMMANDS[name];
+  if (isHelpFlag(args[0])) {
+    printLine(spec.help);
+    return 0;
+  }
+  if (args.length === 0 && spec.needsArguments) {
+    printLine(spec.help);
+    return ExitCode.Usage;
+  }
+  return await (await loadCommand(name))(args);
 }
 
 /**

@@ -10,20 +10,9 @@
 
 import { UsageError } from "../errors.ts";
 import { type DryRunReport, runSession } from "../launch/session.ts";
+import { COMMANDS, isHelpFlag } from "./commands.ts";
 import { commandContext } from "./context.ts";
 import { columns, printLine, printWarning, shellQuote } from "./output.ts";
-
-/** The help text of `sherlock run`. */
-export const RUN_HELP = `Usage: sherlock run [--dry-run] <agent> [args…]
-       sherlock [--dry-run] <agent> [args…]
-
-Starts the agent with a per-session MCP config for every service in
-services.d/, and exits with the agent's exit code.
-
-Options (before the agent's name; everything after it goes to the agent):
-  --dry-run   show the argv, the environment changes and the rendered config
-              (tokens redacted) without fetching tokens or starting anything
-  -h, --help  show this help`;
 
 /** Runs the command; returns the exit code. */
 export async function runCommand(args: readonly string[]): Promise<number> {
@@ -32,8 +21,9 @@ export async function runCommand(args: readonly string[]): Promise<number> {
   for (; index < args.length; index++) {
     const arg = args[index];
     if (arg === "--dry-run") dryRun = true;
-    else if (arg === "--help" || arg === "-h") {
-      printLine(RUN_HELP);
+    else if (isHelpFlag(arg)) {
+      // After --dry-run: the dispatcher printed it when it came first.
+      printLine(COMMANDS.run.help);
       return 0;
     } else if (arg === "--") {
       index++;

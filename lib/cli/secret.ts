@@ -15,23 +15,9 @@ import { commandContext } from "./context.ts";
 import { columns, printLine } from "./output.ts";
 import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
 
-/** The help text of `sherlock secret`. */
-export const SECRET_HELP = `Usage: sherlock secret set <service>
-       sherlock secret rm <service>
-       sherlock secret ls
-
-Manages the secrets of the local store (log in first). "set" reads the
-value from the terminal without echo, or from stdin:
-  gh auth token | sherlock secret set github
-Values never come from the command line and are never printed.`;
-
 /** Runs the command; returns the exit code. */
 export async function secretCommand(args: readonly string[]): Promise<number> {
   const [action, ...rest] = args;
-  if (action === undefined || action === "--help" || action === "-h") {
-    printLine(SECRET_HELP);
-    return action === undefined ? 2 : 0;
-  }
   if (action === "ls") {
     if (rest.length > 0) throw new UsageError("usage: sherlock secret ls");
     const socket = await brokerSocket();

@@ -30,16 +30,6 @@ import {
   FORWARDED_SIGNALS,
   IGNORED_SIGNALS,
 } from "../launch/spawn.ts";
-import { printLine } from "./output.ts";
-
-/** The help text of `sherlock shim`. */
-export const SHIM_HELP =
-  `Usage: sherlock shim --socket PATH --session ID --agent NAME
-                     --token-env VAR [--token-format FORMAT] SERVICE -- COMMAND [ARGS…]
-
-Used inside rendered MCP configs, not by hand: fetches SERVICE's token from
-the broker at PATH and runs COMMAND with the token in VAR (written as
-FORMAT, default "{token}"), its stdio passed through.`;
 
 /** The parsed argv of a shim. */
 export interface ShimArguments {
@@ -61,10 +51,6 @@ export interface ShimArguments {
 
 /** Runs the shim; returns the server's exit code. */
 export async function shimCommand(args: readonly string[]): Promise<number> {
-  if (args[0] === "--help" || args[0] === "-h") {
-    printLine(SHIM_HELP);
-    return 0;
-  }
   const shim = parseShimArguments(args);
   const answer = await callBroker<TokenResponse>({
     socket: shim.socket,

@@ -2,31 +2,24 @@
  * Importing a module only when it is needed.
  *
  * Deno loads every module that a literal `import("../x.ts")` names while the
- * program starts, whether or not the import ever runs. For sherlock that
+ * program starts, whether or not the import ever runs; for sherlock that
  * put every command, the broker daemon and zod on the launch path. An import
  * of a URL built at run time is not followed at start-up, so lazy modules
- * are imported through {@linkcode importLazily}. A compiled binary only
- * holds what it was told to: `scripts/build.ts` passes every entry of
- * {@linkcode LAZY_MODULES} to `deno compile --include`, and a test checks
- * that every `importLazily` call names one of them.
+ * are imported through {@linkcode importLazily}. A compiled binary holds
+ * only what `deno compile --include` named: `LAZY_MODULES` in
+ * `lib/cli/commands.ts`, the commands' modules and the list below, which a
+ * test checks against every `importLazily` call.
  *
  * @module
  */
 
 /**
- * Every module sherlock imports lazily (from the repository's root). Their
- * own static imports come with them.
+ * The modules other than commands that sherlock imports lazily (from the
+ * repository's root). Their own static imports come with them.
  */
-export const LAZY_MODULES: readonly string[] = [
+export const LAZY_LIBRARY_MODULES: readonly string[] = [
   "lib/broker/client.ts",
   "lib/broker/daemon/serve.ts",
-  "lib/cli/agents.ts",
-  "lib/cli/broker.ts",
-  "lib/cli/help.ts",
-  "lib/cli/login.ts",
-  "lib/cli/run.ts",
-  "lib/cli/secret.ts",
-  "lib/cli/shim.ts",
   "lib/profiles/loader.ts",
   "lib/profiles/schema.ts",
   "lib/config/schema_problems.ts",

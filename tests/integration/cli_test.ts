@@ -74,6 +74,69 @@ Deno.test("help <command> and <command> --help", async () => {
   assert.ok(agents.stdout.startsWith("Usage: sherlock agents\n"));
 });
 
+Deno.test("every command's help, by help <command> and by <command> --help or -h, exit 0", async () => {
+  await using home = await createTestHome();
+  for (const [index, [name, spec]] of Object.entries(COMMANDS).entries()) {
+    const flag = index % 2 === 0 ? "--help" : "-h";
+    for (const args of [["help", name], [name, flag, "extra"]]) {
+      const result = await runSherlock(args, { env: home.env });
+      assert.equal(result.code, 0, args.join(" "));
+      assert.equal(result.stdout, spec.help + "\n", args.join(" "));
+      assert.equal(result.stderr, "");
+    }
+  }
+});
+
+Deno.test("help and version have a help of their own, not the version or an error", async () => {
+  await using home = await createTestHome();
+  const cases: [string[], string][] = [
+    [["help", "help"], "Usage: sherlock help [command]\n"],
+    [["help", "--help"], "Usage: sherlock help [command]\n"],
+    [["help", "version"], "Usage: sherlock version\n"],
+    [["version", "--help"], "Usage: sherlock version\n"],
+  ];
+  for (const [args, usage] of cases) {
+    const result = await runSherlock(args, { env: home.env });
+    assert.equal(result.code, 0, args.join(" "));
+    assert.ok(result.stdout.startsWith(usage), result.stdout);
+    assert.equal(result.stderr, "");
+  }
+});
+
+Deno.test("secret and broker without arguments: their help on stdout, exit 2", async () => {
+  await using home = await createTestHome();
+  for (const name of ["secret", "broker"] as const) {
+    const result = await runSherlock([name], { env: home.env });
+    assert.equal(result.code, 2, name);
+    assert.equal(result.stdout, COMMANDS[name].help + "\n");
+    assert.equal(result.stderr, "");
+  }
+});
+
+Deno.test("run's help after its own options; --help after a subcommand is that subcommand's argument", async () => {
+  await using home = await createTestHome();
+  for (const args of [["run", "--dry-run", "--help"], ["--dry-run", "-h"]]) {
+    const result = await runSherlock(args, { env: home.env });
+    assert.equal(result.code, 0, args.join(" "));
+    assert.equal(result.stdout, COMMANDS.run.help + "\n");
+  }
+  for (
+    const [args, message] of [
+      [
+        ["secret", "set", "--help"],
+        `"--help" is not a service name (lowercase letters, digits, '-', '_')`,
+      ],
+      [["broker", "serve", "--help"], "unknown option --help for broker serve"],
+      [["broker", "log", "-h"], "usage: sherlock broker log [-n N]"],
+    ] as const
+  ) {
+    const result = await runSherlock(args, { env: home.env });
+    assert.equal(result.code, 2, args.join(" "));
+    assert.equal(result.stdout, "");
+    assert.deepEqual(lines(result.stderr), [`sherlock: ${message}`]);
+  }
+});
+
 /** Usage errors: exit 2 and exactly one line. */
 const USAGE_ERRORS: [string[], string][] = [
   [

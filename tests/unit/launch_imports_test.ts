@@ -6,12 +6,17 @@
  * own start-up, docs/BENCHMARKS.md), no zod and no daemon code through
  * either. Modules needed only sometimes go through `importLazily`, and a
  * compiled binary includes exactly `LAZY_MODULES`: both lists must agree.
+ * The commands' modules are imported by one loader, from the command table.
  */
 
 import assert from "node:assert/strict";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { LAZY_MODULES } from "../../lib/runtime/lazy_import.ts";
+import {
+  COMMANDS,
+  type CommandSpec,
+  LAZY_MODULES,
+} from "../../lib/cli/commands.ts";
 
 interface Dependency {
   code?: { specifier?: string };
@@ -89,16 +94,43 @@ Deno.test("lib/ has no literal dynamic import: each goes through importLazily", 
   assert.deepEqual(offenders, []);
 });
 
+/** The code of a lib/ file without its comment lines. */
+function codeOf(file: string): string {
+  return Deno.readTextFileSync(file).split("\n")
+    .filter((line) => !/^\s*(\*|\/\/)/.test(line)).join("\n");
+}
+
 Deno.test("every importLazily module is in LAZY_MODULES (compiled in), and only those", () => {
   const call =
-    /importLazily<[\s\S]*?>\(\s*new URL\("([^"]+)", import\.meta\.url\)/g;
-  const used = new Set<string>();
+    /importLazily<[^;]*?>\(\s*new URL\("([^"]+)", import\.meta\.url\)/g;
+  const used = new Set<string>(
+    Object.values(COMMANDS).map((spec: CommandSpec) => spec.module),
+  );
   for (const file of libFiles()) {
-    const code = Deno.readTextFileSync(file).split("\n")
-      .filter((line) => !/^\s*(\*|\/\/)/.test(line)).join("\n");
-    for (const match of code.matchAll(call)) {
+    for (const match of codeOf(file).matchAll(call)) {
       used.add(relative(ROOT_PATH, join(dirname(file), match[1])));
     }
   }
   assert.deepEqual([...used].sort(), [...LAZY_MODULES].sort());
+});
+
+Deno.test("importLazily is called with a literal URL, except by the command table's loader", () => {
+  // A module (or a `node:` one, which needs no --include) named in the call.
+  const literal =
+    /importLazily<[^;]*?>\(\s*new URL\("[^"]+"(, import\.meta\.url)?\)/g;
+  const others = libFiles().flatMap((file) => {
+    const code = codeOf(file).replaceAll(literal, "");
+    const calls = code.match(/(?<!function )\bimportLazily\s*[<(]/g) ?? [];
+    return calls.map(() => relative(ROOT_PATH, file));
+  });
+  assert.deepEqual(others, ["lib/cli/commands.ts"]);
+});
+
+Deno.test("the command table is cheap to load: it imports no command", async () => {
+  const loaded = await startupGraph("lib/cli/commands.ts");
+  assert.deepEqual(
+    [...loaded.keys()].map((specifier) => specifier.replace(ROOT.href, ""))
+      .sort(),
+    ["lib/cli/commands.ts", "lib/runtime/lazy_import.ts"],
+  );
 });

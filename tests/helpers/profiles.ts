@@ -1,9 +1,53 @@
 /**
- * Profile and service files for tests, written as TOML text the way an
- * operator would write them.
+ * Profiles and services for tests: files written as TOML text the way an
+ * operator would write them, the built-in names, and a loaded profile.
  *
  * @module
  */
+
+import type { LoadedProfile } from "../../lib/profiles/loader.ts";
+import type { Profile } from "../../lib/profiles/schema.ts";
+
+/** The built-in profiles' names, sorted as `sherlock agents` lists them. */
+export const BUILTIN_PROFILE_NAMES: readonly string[] = [
+  "amp",
+  "claude",
+  "codex",
+  "copilot",
+  "gemini",
+  "opencode",
+  "qwen",
+];
+
+/**
+ * The override `fake` as the loader returns it, every default filled in as
+ * the schema leaves it: a cli-flag delivery of an mcp-json file, changed by
+ * `mcp` and `more`.
+ */
+export function loadedProfile(
+  mcp: Partial<Profile["mcp"]>,
+  more: Partial<Omit<Profile, "mcp">> = {},
+): LoadedProfile {
+  return {
+    profile: {
+      agent: { name: "fake", executable: "fake", description: "" },
+      mcp: {
+        mode: "cli-flag",
+        value: "{path}",
+        joined: false,
+        format: "mcp-json",
+        ...mcp,
+      },
+      env: {},
+      argv: { prefix: [], suffix: [] },
+      forbid: { env: [] },
+      ...more,
+    },
+    source: "override",
+    path: "/cfg/sherlock/agents.d/fake.toml",
+    shadowsBuiltin: false,
+  };
+}
 
 /** The parts of a profile a test cares about; the rest is left out. */
 export interface ProfileSpec {

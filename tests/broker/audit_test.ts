@@ -13,7 +13,7 @@ import {
   modeOf,
   randomToken,
   tokenServiceToml,
-} from "../helpers/broker.ts";
+} from "../helpers/broker_home.ts";
 import { lines } from "../helpers/sherlock.ts";
 
 const TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;

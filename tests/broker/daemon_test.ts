@@ -13,7 +13,7 @@ import {
   modeOf,
   PASSPHRASE,
   tokenServiceToml,
-} from "../helpers/broker.ts";
+} from "../helpers/broker_home.ts";
 import { lines, startSherlock } from "../helpers/sherlock.ts";
 import { exists, waitUntil } from "../helpers/wait.ts";
 

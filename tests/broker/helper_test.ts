@@ -18,7 +18,7 @@ import {
   renderedServers,
   sh,
   tokenServiceToml,
-} from "../helpers/broker.ts";
+} from "../helpers/broker_home.ts";
 import { lines } from "../helpers/sherlock.ts";
 import { waitUntil } from "../helpers/wait.ts";
 

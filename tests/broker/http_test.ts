@@ -13,7 +13,7 @@ import {
   type BrokerHome,
   createBrokerHome,
   rawExchange,
-} from "../helpers/broker.ts";
+} from "../helpers/broker_home.ts";
 
 /** A request with a JSON (or any) body and an honest Content-Length. */
 function post(path: string, body: string, method = "POST"): string {

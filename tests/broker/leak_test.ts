@@ -16,7 +16,7 @@ import {
   randomToken,
   renderedServers,
   tokenServiceToml,
-} from "../helpers/broker.ts";
+} from "../helpers/broker_home.ts";
 import type { SherlockResult } from "../helpers/sherlock.ts";
 
 Deno.test("tokens reach the rendered config and nothing else", async () => {

@@ -17,7 +17,7 @@ import {
   runSherlockNullStdin,
   runSherlockOnPty,
   tokenServiceToml,
-} from "../helpers/broker.ts";
+} from "../helpers/broker_home.ts";
 import {
   HANG_GUARD_MS,
   lines,

@@ -12,7 +12,7 @@ import {
   runSherlockNullStdin,
   runSherlockOnPty,
   tokenServiceToml,
-} from "../helpers/broker.ts";
+} from "../helpers/broker_home.ts";
 import { lines } from "../helpers/sherlock.ts";
 
 Deno.test("secret set from stdin, ls shows names and dates never values, rm", async () => {

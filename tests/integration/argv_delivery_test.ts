@@ -9,7 +9,11 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parse } from "smol-toml";
 import { addFakeAgent, AgentRun } from "../helpers/agent.ts";
-import { createBrokerHome, sh, tokenServiceToml } from "../helpers/broker.ts";
+import {
+  createBrokerHome,
+  sh,
+  tokenServiceToml,
+} from "../helpers/broker_home.ts";
 import { createTestHome, type TestHome } from "../helpers/home.ts";
 import { remoteServiceToml, stdioServiceToml } from "../helpers/profiles.ts";
 import { HANG_GUARD_MS, lines, runSherlock } from "../helpers/sherlock.ts";

@@ -19,7 +19,7 @@ import {
   filesContaining,
   sh,
   tokenServiceToml,
-} from "../helpers/broker.ts";
+} from "../helpers/broker_home.ts";
 import { createTestHome, listNames, type TestHome } from "../helpers/home.ts";
 import { stdioServiceToml } from "../helpers/profiles.ts";
 import { lines, runSherlock } from "../helpers/sherlock.ts";

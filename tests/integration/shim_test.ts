@@ -19,7 +19,7 @@ import {
   renderedServers,
   sh,
   tokenServiceToml,
-} from "../helpers/broker.ts";
+} from "../helpers/broker_home.ts";
 import {
   assertNoStackTrace,
   HANG_GUARD_MS,

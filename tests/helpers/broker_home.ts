@@ -1,14 +1,13 @@
 /**
- * Helpers for the broker's tests: a throwaway HOME whose daemon is stopped
- * (and checked for) at the end, counting daemon processes, services whose
- * tokens come from credential helpers or the secret store, and raw socket
- * clients.
+ * A throwaway HOME with a broker of its own: sherlock run in it, logged in,
+ * its credential helpers counting their runs, and its daemon stopped (and
+ * checked for) when the test ends.
  *
  * ```ts
  * await using home = await createBrokerHome();
+ * home.addAgent();
+ * const helper = home.addHelperService("github", { expiresIn: 3600 });
  * await home.login();
- * const helper = home.tokenHelper("github", { expiresIn: 3600 });
- * home.writeService("github", tokenServiceToml({ name: "github", command: [helper.path] }));
  * const { result, record } = await home.runAgent();
  * ```
  *
@@ -20,26 +19,26 @@
  */
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { join } from "node:path";
 import type { Health } from "../../lib/broker/protocol.ts";
-import { unixHttpRequest } from "../../lib/runtime/unix_http.ts";
 import {
   type AgentRecord,
   AgentRun,
   type AgentRunOptions,
   installFakeAgent,
 } from "./agent.ts";
+import { brokerDaemonPids } from "./daemon_processes.ts";
+import { countLines } from "./files.ts";
 import { createTestHome, type TestHome } from "./home.ts";
-import { profileToml } from "./profiles.ts";
+import { randomToken } from "./leaks.ts";
+import { profileToml, tokenServiceToml } from "./profiles.ts";
+import { sh } from "./shell.ts";
 import {
-  assertNoStackTrace,
-  HANG_GUARD_MS,
   runSherlock,
-  sherlockCommand,
   type SherlockOptions,
   type SherlockResult,
 } from "./sherlock.ts";
+import { brokerHealth } from "./socket_http.ts";
 import { waitUntil } from "./wait.ts";
 
 /** The passphrase the tests' stores are created with. */
@@ -76,6 +75,11 @@ export interface BrokerHome extends TestHome {
   writeScript(name: string, body: string): string;
   /** A credential helper that counts its runs (see {@linkcode TokenHelper}). */
   tokenHelper(name: string, options?: TokenHelperOptions): TokenHelper;
+  /**
+   * Writes the `command` service `name` (a stdio server) whose helper is a
+   * {@linkcode BrokerHome.tokenHelper}; returns the helper.
+   */
+  addHelperService(name: string, options?: TokenHelperOptions): TokenHelper;
   /** Kills the pid in `path` (if any) at the end: for helpers' leftovers. */
   killAtEnd(pidFile: string): void;
 }
@@ -171,6 +175,14 @@ export async function createBrokerHome(): Promise<BrokerHome> {
       );
       return { path, token, counter, runs: () => countLines(counter) };
     },
+    addHelperService(name, options) {
+      const helper = broker.tokenHelper(name, options);
+      home.writeService(
+        name,
+        tokenServiceToml({ name, command: [helper.path] }),
+      );
+      return helper;
+    },
     killAtEnd(pidFile) {
       pidFiles.push(pidFile);
     },
@@ -231,348 +243,6 @@ function pidsIn(files: readonly string[]): number[] {
   return pids;
 }
 
-/** The daemon's health over its socket, or undefined. */
-export async function brokerHealth(
-  socket: string,
-): Promise<Health | undefined> {
-  try {
-    const response = await unixHttpRequest({
-      socket,
-      method: "GET",
-      path: "/v1/health",
-      timeoutMs: 30_000,
-    });
-    return response.status === 200 ? response.body as Health : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * The pids of the live (not zombie) `sherlock broker serve` processes whose
- * environment has `XDG_RUNTIME_DIR=<runtimeHome>`, found by scanning /proc.
- */
-export function brokerDaemonPids(runtimeHome: string): number[] {
-  const pids: number[] = [];
-  for (const entry of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    const folder = `/proc/${entry.name}`;
-    try {
-      const argv = Deno.readTextFileSync(`${folder}/cmdline`).split("\0");
-      const index = argv.indexOf("broker");
-      if (index === -1 || argv[index + 1] !== "serve") continue;
-      if (processState(Number(entry.name)) === "Z") continue;
-      const environ = Deno.readTextFileSync(`${folder}/environ`).split("\0");
-      if (environ.includes(`XDG_RUNTIME_DIR=${runtimeHome}`)) {
-        pids.push(Number(entry.name));
-      }
-    } catch {
-      // The process ended while we looked.
-    }
-  }
-  return pids.sort((a, b) => a - b);
-}
-
-/** A process's state letter (R, S, Z…), or undefined when it is gone. */
-export function processState(pid: number): string | undefined {
-  try {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    return stat.slice(stat.lastIndexOf(")") + 2)[0];
-  } catch {
-    return undefined;
-  }
-}
-
-/** True while `pid` exists and is not a zombie. */
-export function isAlive(pid: number): boolean {
-  const state = processState(pid);
-  return state !== undefined && state !== "Z";
-}
-
-/** A service whose token the broker gets. */
-export interface TokenServiceSpec {
-  /** The service's name (and file name). */
-  name: string;
-  /** Default `command` when `command` is given, else `secret`. */
-  source?: "command" | "secret";
-  /** The helper's argv. */
-  command?: string[];
-  /** A remote server's URL; otherwise a stdio server (never started). */
-  url?: string;
-  /** The remote server's header (default `Authorization`). */
-  header?: string;
-  /** The stdio server's variable (default `<NAME>_TOKEN`). */
-  env?: string;
-  /** `[token] ttl`. */
-  ttl?: number;
-  /** `[token] timeout`. */
-  timeout?: number;
-}
-
-/** The TOML of a service with a token. */
-export function tokenServiceToml(spec: TokenServiceSpec): string {
-  const lines = ["[service]", `name = ${JSON.stringify(spec.name)}`, ""];
-  lines.push("[server]");
-  if (spec.url) lines.push(`url = ${JSON.stringify(spec.url)}`);
-  else lines.push(`command = ${JSON.stringify(`mcp-server-${spec.name}`)}`);
-  lines.push("", "[token]");
-  const source = spec.source ?? (spec.command ? "command" : "secret");
-  lines.push(`source = ${JSON.stringify(source)}`);
-  if (spec.command) lines.push(`command = ${JSON.stringify(spec.command)}`);
-  if (spec.url) {
-    lines.push(`header = ${JSON.stringify(spec.header ?? "Authorization")}`);
-  } else {
-    const variable = spec.env ??
-      `${spec.name.toUpperCase().replaceAll("-", "_")}_TOKEN`;
-    lines.push(`env = ${JSON.stringify(variable)}`);
-  }
-  if (spec.ttl !== undefined) lines.push(`ttl = ${spec.ttl}`);
-  if (spec.timeout !== undefined) lines.push(`timeout = ${spec.timeout}`);
-  return lines.join("\n") + "\n";
-}
-
-/** The servers of a rendered `{"mcpServers": …}` config. */
-export function renderedServers(
-  record: AgentRecord | undefined,
-): Record<
-  string,
-  { env?: Record<string, string>; headers?: Record<string, string> }
-> {
-  assert.ok(record, "the agent did not start");
-  assert.ok(record.config?.text, "the agent saw no rendered config");
-  return JSON.parse(record.config.text).mcpServers;
-}
-
-/** A random, token-looking string that no file contains by chance. */
-export function randomToken(prefix = "tok"): string {
-  return `${prefix}_${crypto.randomUUID().replaceAll("-", "")}`;
-}
-
-/** The number of lines in a file (0 when it does not exist). */
-export function countLines(path: string): number {
-  try {
-    return Deno.readTextFileSync(path).split("\n").filter((line) => line)
-      .length;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return 0;
-    throw error;
-  }
-}
-
-/** Quotes a word for /bin/sh. */
-export function sh(word: string): string {
-  return `'${word.replaceAll("'", `'\\''`)}'`;
-}
-
-/** What a raw exchange on the socket got back. */
-export interface RawAnswer {
-  /** The HTTP status, or undefined when the answer was not HTTP. */
-  status?: number;
-  /** The body parsed as JSON, if it was JSON. */
-  json?: unknown;
-  /** Everything the daemon sent. */
-  text: string;
-}
-
-/**
- * Sends `request` as it is on a new connection (a write the daemon refuses
- * is not an error), with `closeWrite` shuts the sending side (the daemon
- * sees the end of the request), and reads until the daemon closes (hang
- * guard: 60 s).
- */
-export async function rawExchange(
-  socket: string,
-  request: string | Uint8Array,
-  options: { closeWrite?: boolean } = {},
-): Promise<RawAnswer> {
-  const connection = await Deno.connect({ transport: "unix", path: socket });
-  const guard = setTimeout(() => connection.close(), 60_000);
-  const chunks: Uint8Array[] = [];
-  try {
-    const bytes = typeof request === "string"
-      ? new TextEncoder().encode(request)
-      : request;
-    try {
-      let written = 0;
-      while (written < bytes.length) {
-        written += await connection.write(bytes.subarray(written));
-      }
-      if (options.closeWrite) await connection.closeWrite();
-    } catch {
-      // The daemon answered early and closed; read what it said.
-    }
-    const buffer = new Uint8Array(16 * 1024);
-    while (true) {
-      let count: number | null;
-      try {
-        count = await connection.read(buffer);
-      } catch {
-        break; // Reset after the answer: the daemon closed with unread data.
-      }
-      if (count === null) break;
-      chunks.push(buffer.slice(0, count));
-    }
-  } finally {
-    clearTimeout(guard);
-    try {
-      connection.close();
-    } catch {
-      // Closed by the guard.
-    }
-  }
-  const text = new TextDecoder().decode(
-    new Uint8Array(chunks.flatMap((chunk) => [...chunk])),
-  );
-  const status = /^HTTP\/1\.[01] (\d{3}) /.exec(text)?.[1];
-  const body = text.slice(text.indexOf("\r\n\r\n") + 4);
-  let json: unknown;
-  try {
-    json = JSON.parse(body);
-  } catch {
-    json = undefined;
-  }
-  return { status: status ? Number(status) : undefined, json, text };
-}
-
-/** How sherlock ended when started with stdin from /dev/null. */
-export interface NullStdinResult extends SherlockResult {
-  /** True when the hang guard had to kill it. */
-  hung: boolean;
-}
-
-/**
- * Runs sherlock with stdin from /dev/null (no terminal, nothing to read),
- * killing it after `guardMs`.
- */
-export async function runSherlockNullStdin(
-  args: readonly string[],
-  options: { env: Record<string, string>; cwd?: string; guardMs: number },
-): Promise<NullStdinResult> {
-  const [program, ...rest] = sherlockCommand(args);
-  const child = new Deno.Command(program, {
-    args: rest,
-    env: options.env,
-    clearEnv: true,
-    cwd: options.cwd,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let hung = false;
-  const guard = setTimeout(() => {
-    hung = true;
-    try {
-      child.kill("SIGKILL");
-    } catch {
-      // Already gone.
-    }
-  }, options.guardMs);
-  const output = await child.output();
-  clearTimeout(guard);
-  const stderr = new TextDecoder().decode(output.stderr);
-  assertNoStackTrace(stderr);
-  return {
-    code: output.signal ? null : output.code,
-    signal: output.signal,
-    stdout: new TextDecoder().decode(output.stdout),
-    stderr,
-    hung,
-  };
-}
-
-/** One step of a terminal dialog: wait for `expect`, then type `send`. */
-export interface PtyStep {
-  /** What must appear on the terminal first. */
-  expect: RegExp;
-  /** What to type then. */
-  send: string;
-}
-
-/**
- * Runs sherlock on a real pseudo-terminal (util-linux `script`), typing
- * each step's text once its prompt shows. Returns the exit code and
- * everything the terminal displayed (what sherlock printed, and what the
- * terminal echoed).
- */
-export async function runSherlockOnPty(
-  args: readonly string[],
-  options: { env: Record<string, string>; steps: PtyStep[] },
-): Promise<{ code: number | null; screen: string }> {
-  const command = sherlockCommand(args).map(sh).join(" ");
-  const child = spawn("script", ["-qefc", command, "/dev/null"], {
-    env: options.env,
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  let screen = "";
-  child.stdout!.setEncoding("utf8").on("data", (text) => screen += text);
-  child.stderr!.setEncoding("utf8").on("data", (text) => screen += text);
-  const exited = new Promise<number | null>((resolve) =>
-    child.on("close", (code) => resolve(code))
-  );
-  const guard = setTimeout(() => child.kill("SIGKILL"), HANG_GUARD_MS);
-  try {
-    let seen = 0;
-    for (const step of options.steps) {
-      await waitUntil(() => {
-        const match = step.expect.exec(screen.slice(seen));
-        if (!match) return undefined;
-        seen += match.index + match[0].length;
-        return true;
-      }, `the prompt ${step.expect}`);
-      child.stdin!.write(step.send);
-    }
-    const code = await exited;
-    return { code, screen };
-  } finally {
-    clearTimeout(guard);
-    child.stdin!.end();
-    child.kill("SIGKILL");
-    await exited;
-  }
-}
-
-/**
- * Every regular file under `root` (recursively) whose name or bytes contain
- * one of `needles`, except below the folders in `skip`.
- */
-export function filesContaining(
-  root: string,
-  needles: readonly string[],
-  skip: readonly string[] = [],
-): string[] {
-  const found: string[] = [];
-  const encoder = new TextEncoder();
-  const patterns = needles.map((needle) => encoder.encode(needle));
-  const walk = (folder: string) => {
-    for (const entry of Deno.readDirSync(folder)) {
-      const path = join(folder, entry.name);
-      if (skip.includes(path)) continue;
-      if (needles.some((needle) => entry.name.includes(needle))) {
-        found.push(path);
-      }
-      if (entry.isDirectory) walk(path);
-      else if (entry.isFile) {
-        const bytes = Deno.readFileSync(path);
-        if (patterns.some((pattern) => indexOfBytes(bytes, pattern) !== -1)) {
-          found.push(path);
-        }
-      }
-    }
-  };
-  walk(root);
-  return found;
-}
-
-function indexOfBytes(haystack: Uint8Array, needle: Uint8Array): number {
-  outer: for (let i = 0; i + needle.length <= haystack.length; i++) {
-    for (let j = 0; j < needle.length; j++) {
-      if (haystack[i + j] !== needle[j]) continue outer;
-    }
-    return i;
-  }
-  return -1;
-}
-
 /** The lines of the audit log, parsed. */
 export function auditEntries(home: TestHome): Record<string, unknown>[] {
   try {
@@ -583,9 +253,4 @@ export function auditEntries(home: TestHome): Record<string, unknown>[] {
     if (error instanceof Deno.errors.NotFound) return [];
     throw error;
   }
-}
-
-/** The file's permission bits. */
-export function modeOf(path: string): number {
-  return (Deno.lstatSync(path).mode ?? 0) & 0o777;
 }

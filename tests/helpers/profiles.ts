@@ -158,3 +158,45 @@ export function remoteServiceToml(
   }
   return lines.join("\n") + "\n";
 }
+
+/** A service whose token the broker gets. */
+export interface TokenServiceSpec {
+  /** The service's name (and file name). */
+  name: string;
+  /** Default `command` when `command` is given, else `secret`. */
+  source?: "command" | "secret";
+  /** The helper's argv. */
+  command?: string[];
+  /** A remote server's URL; otherwise a stdio server (never started). */
+  url?: string;
+  /** The remote server's header (default `Authorization`). */
+  header?: string;
+  /** The stdio server's variable (default `<NAME>_TOKEN`). */
+  env?: string;
+  /** `[token] ttl`. */
+  ttl?: number;
+  /** `[token] timeout`. */
+  timeout?: number;
+}
+
+/** The TOML of a service with a token. */
+export function tokenServiceToml(spec: TokenServiceSpec): string {
+  const lines = ["[service]", `name = ${JSON.stringify(spec.name)}`, ""];
+  lines.push("[server]");
+  if (spec.url) lines.push(`url = ${JSON.stringify(spec.url)}`);
+  else lines.push(`command = ${JSON.stringify(`mcp-server-${spec.name}`)}`);
+  lines.push("", "[token]");
+  const source = spec.source ?? (spec.command ? "command" : "secret");
+  lines.push(`source = ${JSON.stringify(source)}`);
+  if (spec.command) lines.push(`command = ${JSON.stringify(spec.command)}`);
+  if (spec.url) {
+    lines.push(`header = ${JSON.stringify(spec.header ?? "Authorization")}`);
+  } else {
+    const variable = spec.env ??
+      `${spec.name.toUpperCase().replaceAll("-", "_")}_TOKEN`;
+    lines.push(`env = ${JSON.stringify(variable)}`);
+  }
+  if (spec.ttl !== undefined) lines.push(`ttl = ${spec.ttl}`);
+  if (spec.timeout !== undefined) lines.push(`timeout = ${spec.timeout}`);
+  return lines.join("\n") + "\n";
+}

@@ -15,7 +15,6 @@ import { ValidationCache } from "./validation_cache.ts";
 
 /** What is wrong with one file. */
 export interface FileProblem {
-  /** The file's path. */
   path: string;
   /** The 1-based line, when it could be located. */
   line?: number;
@@ -42,7 +41,6 @@ export type Validator<T> = (raw: unknown, text: string) => Validation<T>;
 
 /** A file that cannot be used; `problem` says why. */
 export class InvalidFileError extends ConfigError {
-  /** The structured problem. */
   readonly problem: FileProblem;
 
   /** Creates the error; its message is the formatted problem. */
@@ -242,6 +240,7 @@ export function listTomlFiles(
       );
     }
   }
-  // By code unit: localeCompare would load ICU's collator, ~10 ms.
+  // By code unit: localeCompare would load ICU's collator at start-up
+  // (docs/BENCHMARKS.md).
   return files.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 }

@@ -1,14 +1,9 @@
 /**
- * Importing a module only when it is needed.
- *
- * Deno loads every module that a literal `import("../x.ts")` names while the
- * program starts, whether or not the import ever runs. For sherlock that
- * put every command, the broker daemon and zod on the launch path. An import
- * of a URL built at run time is not followed at start-up, so lazy modules
- * are imported through {@linkcode importLazily}. A compiled binary only
- * holds what it was told to: `scripts/build.ts` passes every entry of
- * {@linkcode LAZY_MODULES} to `deno compile --include`, and a test checks
- * that every `importLazily` call names one of them.
+ * Importing a module only when it is needed. Not a literal
+ * `import("../x.ts")`: Deno loads what one names at start-up, whether or not
+ * it runs; a URL built at run time is not followed. A compiled binary holds
+ * only what `scripts/build.ts` passes to `deno compile --include`, the
+ * {@linkcode LAZY_MODULES}; a test checks each `importLazily` call names one.
  *
  * @module
  */

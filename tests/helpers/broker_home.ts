@@ -49,7 +49,6 @@ export const AGENT = "fake";
 
 /** A throwaway HOME with a broker of its own. */
 export interface BrokerHome extends TestHome {
-  /** The broker's socket. */
   socket: string;
   /** Runs sherlock with this HOME's environment (plus `options.env`). */
   sherlock(

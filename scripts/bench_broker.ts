@@ -1,35 +1,12 @@
 /**
- * Broker benchmark: what the credential broker costs a session.
- *
- * 1. **Round trip**: 1,000 sequential requests of each kind over the Unix
- *    socket, from this process through `lib/runtime/unix_http.ts` (one
- *    connection per request, as the client makes them) against a real
- *    daemon: `POST /v1/token` for one cached token (what the token shim
- *    sends), `POST /v1/tokens` for 10 cached tokens (what a session sends),
- *    and `GET /v1/health` as the floor.
- * 2. **Sessions**: `sherlock run trivial` (agent `/bin/true`) with 10
- *    `command` services whose helper takes 200 ms each: on a cold cache
- *    (the store locked and unlocked just before, outside the timed span,
- *    which drops every cached token), on a warm cache, with no services at
- *    all, and with 10 services that need no token (loaded and rendered
- *    alike, no broker: the control that tells the broker's share from the
- *    services'). Parallel fetching shows as cold − warm ≈ 200 ms rather
- *    than 2 s; the cache as warm ≈ the control.
- * 3. **20 at once**: 20 simultaneous `sherlock run trivial` on a cold cache;
- *    every helper counts its runs in a file: single flight means each ran
- *    once per burst.
- *
- * Everything runs from source (`deno run --allow-all main.ts`) in a
- * throwaway HOME, XDG folders and DENO_DIR, with XDG_RUNTIME_DIR on tmpfs
- * when there is one; the operator's own broker, configuration and caches
- * are never touched. Runs of the session variants are interleaved, the
- * order rotating each round, so that a shared machine's noise spreads over
- * all of them.
- *
- * Usage: deno task bench:broker [--runs N] [--warmup N] [--requests N] [--bursts N]
- *
- * Prints Markdown tables on stdout; see docs/BENCHMARKS.md for the recorded
- * figures.
+ * `deno task bench:broker`: what the credential broker costs a session.
+ * Socket round trips against a real daemon; `sherlock run` with ten
+ * helper-backed services on a cold and a warm token cache, against the same
+ * services without tokens (the control that tells the broker's share from
+ * the services'); and bursts of 20 sessions, which show single flight. All
+ * from source in a throwaway HOME, the variants interleaved so that a shared
+ * machine's noise spreads over all of them. docs/BENCHMARKS.md (Broker)
+ * details the cases and keeps the figures; `--help` the options.
  *
  * @module
  */

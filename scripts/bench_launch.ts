@@ -1,25 +1,10 @@
 /**
- * Launch-time benchmark: the wall time of `sherlock run trivial` (from
- * source, `deno run --allow-all main.ts run trivial`) against the floor, a
- * Deno script that only spawns the same agent with inherited stdio and exits
- * with its code, run with the same `deno run` flags from the same folder.
- *
- * The agent is `/bin/true` wrapped by a profile in a throwaway
- * `XDG_CONFIG_HOME/sherlock/agents.d/`; the cases have 0, 1 and 10 services
- * (stdio servers with `[token] source = "none"`: rendered, never started).
- * Every run gets a throwaway `HOME`, `XDG_*` and `DENO_DIR`, so the
- * operator's configuration and caches are never read or written.
- *
- * Runs are interleaved (one of each variant per round, the order rotating)
- * so that the noise of a shared machine spreads over every variant alike.
- * "warm" runs reuse the validation cache; "cold" runs change the profile's
- * bytes first, so that sherlock revalidates it (importing zod), as on the
- * first run after an operator edits a profile or a service.
- *
- * Usage: deno task bench [--runs N] [--warmup N] [--bin PATH] [--floor-bin PATH]
- *
- * Prints Markdown tables (medians, p90, ratios) on stdout; see
- * docs/BENCHMARKS.md for the recorded figures.
+ * `deno task bench`: the wall and CPU time of `sherlock run trivial` (from
+ * source, agent `/bin/true`, 0, 1 and 10 services, warm and cold validation
+ * cache) against the floor, a Deno script that only spawns the same agent.
+ * Throwaway HOME, XDG folders and DENO_DIR; the variants interleaved so that
+ * a shared machine's noise spreads over all of them. docs/BENCHMARKS.md
+ * details the cases and keeps the figures; `--help` the options.
  *
  * @module
  */
@@ -45,7 +30,6 @@ export interface BenchOptions {
 
 /** One measured variant: how to start it, and what to do before each run. */
 interface Variant {
-  /** The row's name. */
   name: string;
   /** The argv, the executable first. */
   argv: string[];
@@ -217,7 +201,6 @@ function makeSandbox(): Sandbox {
 
 /** One run's wall time and, where known, CPU time, in ms. */
 interface Sample {
-  /** Wall time. */
   wall: number;
   /** CPU time (user + system) of the child, or undefined. */
   cpu?: number;

@@ -7,7 +7,6 @@
 
 /** Median and percentiles of a set of times. */
 export interface Summary {
-  /** The median. */
   median: number;
   /** The 90th percentile (nearest rank). */
   p90: number;

@@ -1,44 +1,14 @@
 /**
- * `deno task build`: compiles sherlock (main.ts, the built-in profiles
- * embedded) for each release target into `dist/sherlock-<target>[.exe]`,
- * and writes `dist/SHA256SUMS` (the format `sha256sum -c` reads).
+ * `deno task build`: compiles sherlock (the built-in profiles embedded) for
+ * each release target into `dist/`, writes `dist/SHA256SUMS`, then runs the
+ * host's binary as a smoke test. Usage, where each target's runtime (denort)
+ * comes from, and the exit codes: {@linkcode BUILD_HELP}.
  *
- * `deno compile` puts the program into `denort`, a Deno runtime built for
- * the target, which Deno downloads from dl.deno.land once per version and
- * target and keeps in `$DENO_DIR/dl/`. Where that host cannot be reached,
- * the runtime for each target comes from, first match:
- *
- * 1. `DENORT_BIN_<TARGET>` (the target in capitals, `-` as `_`, e.g.
- *    `DENORT_BIN_AARCH64_APPLE_DARWIN`): a denort binary for that target;
- * 2. `DENORT_BIN`: a denort binary for the host's target only. Deno itself
- *    would put it into every target's executable, producing binaries for
- *    the wrong platform, so this script never passes it to another target;
- * 3. Deno's cache: `$DENO_DIR/dl/release/v<deno version>/denort-<target>.zip`,
- *    as downloaded from dl.deno.land (copy it there from another machine);
- * 4. a download by `deno compile` itself (not with `--offline`).
- *
- * A runtime given by variable must be denort of the same Deno version as
- * the `deno` that runs this script, for the right OS and CPU (checked from
- * its header). The full `deno` executable is not a runtime: a program
- * compiled into it ignores its payload and behaves as `deno`, which the
- * smoke test of the host's binary detects (exit 78).
- *
- * No npm package ships denort (looked up for Deno 2.9.6: `denort` and
- * `@deno/denort` do not exist; `deno` and `@deno/<platform>` hold only the
- * full CLI). Get `denort-<target>.zip` from
- * `https://dl.deno.land/release/v<version>/` on a machine that reaches it,
- * then either unzip it and point the variable at `denort`, or copy the zip
- * as it is into the cache folder above.
- *
- * After compiling, the host's binary (when it is one of the targets) is run:
- * `--version` must print sherlock's version and `agents`, in an empty
- * configuration, must list every built-in profile.
- *
- * Exit codes: 0 built; 2 usage error; 69 a target's runtime is not
- * available (offline, or the download failed); 78 a `DENORT_BIN*` variable
- * does not point at a denort for its target; 1 `deno compile` failed, a
- * built-in profile is not in the module graph, or the smoke test failed.
- * Every failure is one line on stderr saying what to do.
+ * A runtime can come from a variable or Deno's cache because dl.deno.land
+ * is not always reachable and no npm package ships denort. Each one given
+ * by variable is checked for its OS and CPU: Deno would put `DENORT_BIN`
+ * into every target, and the full `deno` is no runtime (a program compiled
+ * into it behaves as `deno`, which the smoke test catches).
  *
  * @module
  */
@@ -59,7 +29,7 @@ export const TARGETS = [
 /** One release target. */
 export type Target = typeof TARGETS[number];
 
-/** Exit codes of the build (documented in the module comment). */
+/** Exit codes of the build (listed in {@linkcode BUILD_HELP}). */
 export const BuildExit = {
   /** Something failed: compile, embedding check or smoke test. */
   Failed: 1,
@@ -73,7 +43,6 @@ export const BuildExit = {
 
 /** A failure that ends the build with one line and an exit code. */
 export class BuildError extends Error {
-  /** The process's exit code. */
   readonly exitCode: number;
 
   /** Creates the error; `message` is the line the operator reads. */
@@ -259,8 +228,8 @@ export interface RuntimeContext {
 }
 
 /**
- * Finds where `target`'s runtime comes from (see the module comment for
- * the order), checking that a runtime given by variable exists and is an
+ * Finds where `target`'s runtime comes from (in {@linkcode BUILD_HELP}'s
+ * order), checking that a runtime given by variable exists and is an
  * executable for the target. Throws a {@linkcode BuildError} (78) for a
  * wrong variable.
  */

@@ -20,7 +20,6 @@ export interface ExpandContext {
 
 /** A `${VAR}` reference to a variable that is unset and has no default. */
 export class UnsetVariableError extends Error {
-  /** The name of the unset variable. */
   readonly variable: string;
 
   /** Creates the error for one variable. */
@@ -35,7 +34,7 @@ const REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 
 /**
  * Replaces every `${NAME}` in `value` with the variable's value, falling back
- * to the XDG defaults (see `lookupVariable` in `paths.ts`). Throws
+ * to the XDG defaults (see `lookupVariable` in `sherlock_paths.ts`). Throws
  * {@linkcode UnsetVariableError} for the first reference that cannot be
  * resolved, including one to an empty variable. A `$` not followed by
  * `{NAME}` is kept.

@@ -15,7 +15,6 @@ import { ValidationCache } from "./validation_cache.ts";
 
 /** What is wrong with one file. */
 export interface FileProblem {
-  /** The file's path. */
   path: string;
   /** The 1-based line, when it could be located. */
   line?: number;
@@ -42,7 +41,6 @@ export type Validator<T> = (raw: unknown, text: string) => Validation<T>;
 
 /** A file that cannot be used; `problem` says why. */
 export class InvalidFileError extends ConfigError {
-  /** The structured problem. */
   readonly problem: FileProblem;
 
   /** Creates the error; its message is the formatted problem. */
@@ -97,6 +95,63 @@ export async function readTomlFile<T>(options: ReadTomlOptions<T>): Promise<T> {
   }
   options.cache.set(key, options.text, result.value);
   return result.value;
+}
+
+/**
+ * A kind of operator file that declares its own name (`agent.name`,
+ * `service.name`), which must equal the file's basename: the name is how
+ * sherlock finds the file again.
+ */
+export interface NamedFileKind<T> {
+  /** `profile` or `service`: part of the cache key. */
+  kind: string;
+  /** Where the file declares its name. */
+  nameKey: readonly [string, string];
+  /** The declared name of a valid file. */
+  nameOf: (value: T) => string;
+  /** Imports the kind's schema; called only when the bytes changed (zod). */
+  loadValidator: () => Promise<Validator<T>>;
+}
+
+/** One file of a {@linkcode NamedFileKind}. */
+export interface NamedFile {
+  /** The file's path, shown in problems. */
+  path: string;
+  /** The name the file must declare. */
+  basename: string;
+  /** The file's bytes. */
+  text: string;
+  /** Where earlier validations are remembered. */
+  cache: ValidationCache;
+}
+
+/**
+ * {@linkcode readTomlFile} for a file of a named kind: its schema and the
+ * name check are both imported only when these bytes have not validated
+ * before.
+ */
+export function readNamedTomlFile<T>(
+  kind: NamedFileKind<T>,
+  file: NamedFile,
+): Promise<T> {
+  return readTomlFile({
+    kind: kind.kind,
+    path: file.path,
+    text: file.text,
+    cache: file.cache,
+    loadValidator: async () => {
+      const validate = await kind.loadValidator();
+      const { requireNameMatchesFile } = await importLazily<
+        typeof import("./schema_problems.ts")
+      >(new URL("./schema_problems.ts", import.meta.url));
+      return requireNameMatchesFile({
+        validate,
+        basename: file.basename,
+        key: kind.nameKey,
+        nameOf: kind.nameOf,
+      });
+    },
+  });
 }
 
 /**
@@ -185,6 +240,7 @@ export function listTomlFiles(
       );
     }
   }
-  // By code unit: localeCompare would load ICU's collator, ~10 ms.
+  // By code unit: localeCompare would load ICU's collator at start-up
+  // (docs/BENCHMARKS.md).
   return files.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 }

@@ -1,15 +1,9 @@
 /**
- * A cache of profile, service and config files that validated before.
- *
- * Importing zod costs about as much as Deno's whole start-up, so the launch
- * path validates a file only when its bytes changed since the last
- * successful validation. An entry is keyed by the file's kind and path and
- * holds the exact text that validated with the normalized result the
- * schema produced; it is used only while the file's text is still the same.
- * (Comparing the text is exact and cheaper than hashing it: a SHA-256 in
- * TypeScript costs a noticeable part of a millisecond per file at start-up.)
- * The whole cache is dropped when sherlock's version or the cache revision
- * changes. Files that fail validation are never cached, so they are
+ * Profile, service and config files that validated before, with the
+ * schema's output: importing zod is dear at start-up (docs/BENCHMARKS.md),
+ * so the launch path validates a file only when its text changed. Texts are
+ * compared, not hashed (exact, and cheaper at start-up). A new version or
+ * cache revision drops every entry; failures are never cached, so they are
  * reported every time.
  *
  * @module

@@ -15,9 +15,10 @@ import {
   type FileProblem,
   InvalidFileError,
   listTomlFiles,
+  type NamedFileKind,
+  readNamedTomlFile,
   readOperatorFile,
   readTomlFile,
-  type Validator,
 } from "../config/toml_files.ts";
 import { UsageError } from "../errors.ts";
 import type { SherlockPaths } from "../config/sherlock_paths.ts";
@@ -78,11 +79,10 @@ export async function loadProfile(
   const text = readOperatorFile(overridePath);
   if (text !== undefined) {
     return {
-      profile: await readTomlFile({
-        kind: "profile",
+      profile: await readNamedTomlFile(PROFILE_FILE, {
         path: overridePath,
+        basename: name,
         text,
-        loadValidator: () => loadProfileValidator(name),
         cache: sources.cache,
       }),
       source: "override",
@@ -142,19 +142,12 @@ export async function loadAllProfiles(
   return { profiles, problems };
 }
 
-async function loadProfileValidator(
-  basename: string,
-): Promise<Validator<Profile>> {
-  const { validateProfile } = await importLazily<
-    typeof import("./schema.ts")
-  >(new URL("./schema.ts", import.meta.url));
-  const { requireNameMatchesFile } = await importLazily<
-    typeof import("../config/schema_problems.ts")
-  >(new URL("../config/schema_problems.ts", import.meta.url));
-  return requireNameMatchesFile({
-    validate: validateProfile,
-    basename,
-    key: ["agent", "name"],
-    nameOf: (profile) => profile.agent.name,
-  });
-}
+const PROFILE_FILE: NamedFileKind<Profile> = {
+  kind: "profile",
+  nameKey: ["agent", "name"],
+  nameOf: (profile) => profile.agent.name,
+  loadValidator: async () =>
+    (await importLazily<typeof import("./schema.ts")>(
+      new URL("./schema.ts", import.meta.url),
+    )).validateProfile,
+};

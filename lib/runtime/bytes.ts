@@ -1,5 +1,7 @@
 /**
- * Joining byte chunks read from a stream, a socket or a pipe.
+ * Joining byte chunks read from a stream, a socket or a pipe. Not
+ * `@std/bytes` (no JSR where sherlock is developed) nor `Buffer.concat`
+ * (a `node:` import would start Node compatibility on the launch path).
  *
  * @module
  */

@@ -1,14 +1,10 @@
 /**
- * Importing a module only when it is needed.
- *
- * Deno loads every module that a literal `import("../x.ts")` names while the
- * program starts, whether or not the import ever runs; for sherlock that
- * put every command, the broker daemon and zod on the launch path. An import
- * of a URL built at run time is not followed at start-up, so lazy modules
- * are imported through {@linkcode importLazily}. A compiled binary holds
- * only what `deno compile --include` named: `LAZY_MODULES` in
- * `lib/cli/commands.ts`, the commands' modules and the list below, which a
- * test checks against every `importLazily` call.
+ * Importing a module only when it is needed. Not a literal
+ * `import("../x.ts")`: Deno loads what one names at start-up, whether or not
+ * it runs; a URL built at run time is not followed. A compiled binary holds
+ * only what `scripts/build.ts` passes to `deno compile --include`:
+ * `LAZY_MODULES` in `lib/cli/commands.ts`, the commands' modules and the
+ * list below; a test checks each `importLazily` call names one.
  *
  * @module
  */

@@ -1,14 +1,10 @@
 /**
  * `join`, `dirname`, `isAbsolute`, `delimiter` and `fromFileUrl` for the
- * launch path, without starting Deno's Node compatibility layer.
- *
- * The first `node:` import of a process makes Deno set that layer up, which
- * costs about a third of Deno's own start-up (docs/BENCHMARKS.md), and
- * `sherlock run`'s start-up is measured. On POSIX systems these are small
- * re-implementations of `node:path`'s and `node:url`'s POSIX functions
- * (a test compares them with `node:path/posix` on many inputs); on Windows,
- * whose paths have drives and UNC shares, this module loads `node:path` and
- * `node:url` themselves.
+ * launch path. Not `node:path` (the first `node:` import of a process starts
+ * Deno's Node compatibility layer, a large part of start-up:
+ * docs/BENCHMARKS.md) nor `@std/path` (no JSR where sherlock is developed).
+ * POSIX re-implementations, compared with `node:path/posix` by a test; on
+ * Windows (drives, UNC shares) this module loads `node:path` and `node:url`.
  *
  * @module
  */

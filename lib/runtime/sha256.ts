@@ -1,13 +1,10 @@
 /**
- * SHA-256 (FIPS 180-4), synchronous, in plain TypeScript.
- *
- * The launch path hashes a few small texts: validation-cache keys and the
- * rendered config's record. `node:crypto` would do it, but the first
- * `node:` import of a process starts Deno's Node compatibility layer, and
- * `node:crypto` is the dearest of them (docs/BENCHMARKS.md); Web Crypto's
- * digest is asynchronous. Written for V8's interpreter, since it runs only
- * a few times per process: no calls in the rounds, 32-bit integer
- * arithmetic throughout. A test compares it with `node:crypto`.
+ * SHA-256 (FIPS 180-4), synchronous, in plain TypeScript, for the few small
+ * texts the launch path hashes. Not `node:crypto` (the first `node:` import
+ * starts Deno's Node compatibility layer, and `node:crypto` is the dearest:
+ * docs/BENCHMARKS.md) nor Web Crypto (its digest is asynchronous). Written
+ * for V8's interpreter, as it runs a few times per process: no calls in the
+ * rounds, 32-bit integer arithmetic. A test compares it with `node:crypto`.
  *
  * @module
  */

@@ -1,7 +1,9 @@
 /**
  * A minimal HTTP/1.1 client over a Unix socket: one request per connection
- * (`Connection: close`), JSON in and out. Small on purpose: it is on the
- * launch path and in the token shim, where start-up time counts.
+ * (`Connection: close`), JSON in and out, for the launch path and the token
+ * shim, where start-up time counts. Not `fetch` through
+ * `Deno.createHttpClient` (its first request is dearer at start-up:
+ * docs/BENCHMARKS.md) nor `node:http` (it starts Node compatibility).
  *
  * @module
  */
@@ -10,7 +12,6 @@ import { concatBytes } from "./bytes.ts";
 
 /** A parsed response. */
 export interface UnixHttpResponse {
-  /** The HTTP status. */
   status: number;
   /** The JSON body, or undefined when there was none or it was not JSON. */
   body: unknown;
@@ -18,7 +19,6 @@ export interface UnixHttpResponse {
 
 /** One request. */
 export interface UnixHttpRequest {
-  /** The socket's path. */
   socket: string;
   /** `GET`, `POST`, `PUT` or `DELETE`. */
   method: string;
@@ -66,8 +66,8 @@ export async function unixHttpRequest(
     );
   }
   // AbortSignal.timeout rather than setTimeout: a process's first
-  // setTimeout costs about 15 ms in Deno 2.9, which every `sherlock run`
-  // with a token to fetch would pay (docs/BENCHMARKS.md, Broker).
+  // setTimeout is dear, and every `sherlock run` with a token to fetch
+  // would pay for it (docs/BENCHMARKS.md).
   const deadline = AbortSignal.timeout(request.timeoutMs);
   const onTimeout = () => {
     try {

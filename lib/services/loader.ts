@@ -11,9 +11,9 @@ import {
   type FileProblem,
   InvalidFileError,
   listTomlFiles,
+  type NamedFileKind,
+  readNamedTomlFile,
   readOperatorFile,
-  readTomlFile,
-  type Validator,
 } from "../config/toml_files.ts";
 import { join } from "../runtime/path.ts";
 import type { SherlockPaths } from "../config/sherlock_paths.ts";
@@ -42,11 +42,10 @@ export async function loadServices(sources: {
       const text = readOperatorFile(file.path);
       if (text === undefined) continue; // Removed since it was listed.
       services.push(
-        await readTomlFile({
-          kind: "service",
+        await readNamedTomlFile(SERVICE_FILE, {
           path: file.path,
+          basename: file.name,
           text,
-          loadValidator: () => loadServiceValidator(file.name),
           cache: sources.cache,
         }),
       );
@@ -70,11 +69,10 @@ export async function loadService(
   const path = join(sources.paths.servicesDir, `${name}.toml`);
   const text = readOperatorFile(path);
   if (text === undefined) return undefined;
-  return await readTomlFile({
-    kind: "service",
+  return await readNamedTomlFile(SERVICE_FILE, {
     path,
+    basename: name,
     text,
-    loadValidator: () => loadServiceValidator(name),
     cache: sources.cache,
   });
 }
@@ -84,19 +82,12 @@ export function needsToken(service: Service): boolean {
   return service.token.source !== "none";
 }
 
-async function loadServiceValidator(
-  basename: string,
-): Promise<Validator<Service>> {
-  const { validateService } = await importLazily<
-    typeof import("./schema.ts")
-  >(new URL("./schema.ts", import.meta.url));
-  const { requireNameMatchesFile } = await importLazily<
-    typeof import("../config/schema_problems.ts")
-  >(new URL("../config/schema_problems.ts", import.meta.url));
-  return requireNameMatchesFile({
-    validate: validateService,
-    basename,
-    key: ["service", "name"],
-    nameOf: (service) => service.service.name,
-  });
-}
+const SERVICE_FILE: NamedFileKind<Service> = {
+  kind: "service",
+  nameKey: ["service", "name"],
+  nameOf: (service) => service.service.name,
+  loadValidator: async () =>
+    (await importLazily<typeof import("./schema.ts")>(
+      new URL("./schema.ts", import.meta.url),
+    )).validateService,
+};

@@ -10,10 +10,10 @@ import {
   AGENT,
   auditEntries,
   createBrokerHome,
-  modeOf,
-  randomToken,
-  tokenServiceToml,
-} from "../helpers/broker.ts";
+} from "../helpers/broker_home.ts";
+import { modeOf } from "../helpers/files.ts";
+import { randomToken } from "../helpers/leaks.ts";
+import { tokenServiceToml } from "../helpers/profiles.ts";
 import { lines } from "../helpers/sherlock.ts";
 
 const TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -21,11 +21,7 @@ const TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 Deno.test("one audit line per token, with agent, session, service, source and expiry, never the value", async () => {
   await using home = await createBrokerHome();
   home.addAgent();
-  const github = home.tokenHelper("github", { expiresIn: 3600 });
-  home.writeService(
-    "github",
-    tokenServiceToml({ name: "github", command: [github.path] }),
-  );
+  const github = home.addHelperService("github", { expiresIn: 3600 });
   home.writeService("api", tokenServiceToml({ name: "api", source: "secret" }));
   await home.login();
   const secret = randomToken("secret");

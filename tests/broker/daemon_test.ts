@@ -7,13 +7,10 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import {
-  createBrokerHome,
-  isAlive,
-  modeOf,
-  PASSPHRASE,
-  tokenServiceToml,
-} from "../helpers/broker.ts";
+import { createBrokerHome, PASSPHRASE } from "../helpers/broker_home.ts";
+import { isAlive } from "../helpers/daemon_processes.ts";
+import { modeOf } from "../helpers/files.ts";
+import { tokenServiceToml } from "../helpers/profiles.ts";
 import { lines, startSherlock } from "../helpers/sherlock.ts";
 import { exists, waitUntil } from "../helpers/wait.ts";
 
@@ -65,11 +62,7 @@ Deno.test("20 clients at once on a fresh runtime folder: one daemon, all succeed
 Deno.test("a daemon killed with SIGKILL mid-session: the next run starts a new one and says to log in", async () => {
   await using home = await createBrokerHome();
   home.addAgent();
-  const helper = home.tokenHelper("github", { expiresIn: 3600 });
-  home.writeService(
-    "github",
-    tokenServiceToml({ name: "github", command: [helper.path] }),
-  );
+  home.addHelperService("github", { expiresIn: 3600 });
   await home.login();
   const before = await home.health();
   assert.ok(before);

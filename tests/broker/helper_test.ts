@@ -8,17 +8,17 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { renderedServers } from "../helpers/agent.ts";
 import {
   auditEntries,
   type BrokerHome,
-  countLines,
   createBrokerHome,
-  isAlive,
-  randomToken,
-  renderedServers,
-  sh,
-  tokenServiceToml,
-} from "../helpers/broker.ts";
+} from "../helpers/broker_home.ts";
+import { isAlive } from "../helpers/daemon_processes.ts";
+import { countLines } from "../helpers/files.ts";
+import { randomToken } from "../helpers/leaks.ts";
+import { tokenServiceToml } from "../helpers/profiles.ts";
+import { sh } from "../helpers/shell.ts";
 import { lines } from "../helpers/sherlock.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
@@ -272,14 +272,10 @@ Deno.test("tokens are cached until shortly before they expire, then fetched agai
 
 Deno.test("single flight: 20 sessions at once on a cold cache run the helper once", async () => {
   await using home = await loggedIn();
-  const helper = home.tokenHelper("github", {
+  const helper = home.addHelperService("github", {
     expiresIn: 3600,
     before: "sleep 1",
   });
-  home.writeService(
-    "github",
-    tokenServiceToml({ name: "github", command: [helper.path] }),
-  );
   const runs = await Promise.all(
     Array.from({ length: 20 }, () => home.runAgent()),
   );

@@ -9,11 +9,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { MAX_BODY_BYTES } from "../../lib/broker/protocol.ts";
-import {
-  type BrokerHome,
-  createBrokerHome,
-  rawExchange,
-} from "../helpers/broker.ts";
+import { type BrokerHome, createBrokerHome } from "../helpers/broker_home.ts";
+import { rawExchange } from "../helpers/socket_http.ts";
 
 /** A request with a JSON (or any) body and an honest Content-Length. */
 function post(path: string, body: string, method = "POST"): string {

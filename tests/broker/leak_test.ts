@@ -9,14 +9,10 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import {
-  AGENT,
-  createBrokerHome,
-  filesContaining,
-  randomToken,
-  renderedServers,
-  tokenServiceToml,
-} from "../helpers/broker.ts";
+import { renderedServers } from "../helpers/agent.ts";
+import { AGENT, createBrokerHome } from "../helpers/broker_home.ts";
+import { filesContaining, randomToken } from "../helpers/leaks.ts";
+import { tokenServiceToml } from "../helpers/profiles.ts";
 import type { SherlockResult } from "../helpers/sherlock.ts";
 
 Deno.test("tokens reach the rendered config and nothing else", async () => {
@@ -134,11 +130,7 @@ Deno.test("tokens reach the rendered config and nothing else", async () => {
 Deno.test("--dry-run shows redaction markers and fetches nothing", async () => {
   await using home = await createBrokerHome();
   home.addAgent();
-  const helper = home.tokenHelper("github", { expiresIn: 3600 });
-  home.writeService(
-    "github",
-    tokenServiceToml({ name: "github", command: [helper.path] }),
-  );
+  const helper = home.addHelperService("github", { expiresIn: 3600 });
   home.writeService(
     "remote",
     tokenServiceToml({

@@ -12,18 +12,17 @@ import {
   auditEntries,
   type BrokerHome,
   createBrokerHome,
-  modeOf,
   PASSPHRASE,
-  runSherlockNullStdin,
-  runSherlockOnPty,
-  tokenServiceToml,
-} from "../helpers/broker.ts";
+} from "../helpers/broker_home.ts";
+import { modeOf } from "../helpers/files.ts";
+import { tokenServiceToml } from "../helpers/profiles.ts";
 import {
   HANG_GUARD_MS,
   lines,
   sherlockCommand,
   type SherlockResult,
 } from "../helpers/sherlock.ts";
+import { runSherlockNullStdin, runSherlockOnPty } from "../helpers/terminal.ts";
 import { exists } from "../helpers/wait.ts";
 
 /** Runs `sh -c script sh args…` and collects its output. */
@@ -304,11 +303,7 @@ Deno.test("on a terminal, the passphrase prompt does not echo; Ctrl-C exits 130"
 Deno.test("logout drops cached tokens and locks: the next run says to log in, then re-runs the helper", async () => {
   await using home = await createBrokerHome();
   home.addAgent();
-  const helper = home.tokenHelper("github", { expiresIn: 3600 });
-  home.writeService(
-    "github",
-    tokenServiceToml({ name: "github", command: [helper.path] }),
-  );
+  const helper = home.addHelperService("github", { expiresIn: 3600 });
   await home.login();
   assert.equal((await home.runAgent()).result.code, 0);
   assert.equal((await home.runAgent()).result.code, 0);

@@ -5,15 +5,12 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import {
-  createBrokerHome,
-  randomToken,
-  renderedServers,
-  runSherlockNullStdin,
-  runSherlockOnPty,
-  tokenServiceToml,
-} from "../helpers/broker.ts";
+import { renderedServers } from "../helpers/agent.ts";
+import { createBrokerHome } from "../helpers/broker_home.ts";
+import { randomToken } from "../helpers/leaks.ts";
+import { tokenServiceToml } from "../helpers/profiles.ts";
 import { lines } from "../helpers/sherlock.ts";
+import { runSherlockNullStdin, runSherlockOnPty } from "../helpers/terminal.ts";
 
 Deno.test("secret set from stdin, ls shows names and dates never values, rm", async () => {
   await using home = await createBrokerHome();

@@ -29,7 +29,7 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { type BrokerHome, createBrokerHome } from "../helpers/broker.ts";
+import { type BrokerHome, createBrokerHome } from "../helpers/broker_home.ts";
 import { listNames, type TestHome } from "../helpers/home.ts";
 import { profileToml } from "../helpers/profiles.ts";
 import { sherlockCommand } from "../helpers/sherlock.ts";

@@ -14,11 +14,13 @@
  * @module
  */
 
+import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { AgentRecord } from "./fake_agent.ts";
 import type { TestHome } from "./home.ts";
 import { type ProfileSpec, profileToml } from "./profiles.ts";
+import { sh } from "./shell.ts";
 import { type RunningSherlock, startSherlock } from "./sherlock.ts";
 import { waitUntil } from "./wait.ts";
 
@@ -29,11 +31,6 @@ export const FAKE_AGENT_TS: string = fileURLToPath(
   new URL("./fake_agent.ts", import.meta.url),
 );
 
-/** Quotes a word for `/bin/sh`. */
-function shWord(word: string): string {
-  return `'${word.replaceAll("'", `'\\''`)}'`;
-}
-
 /**
  * Writes an executable `/bin/sh` script at `path` that runs the fake agent
  * with the absolute path of the Deno running the tests. Returns `path`.
@@ -41,8 +38,8 @@ function shWord(word: string): string {
 export function installFakeAgent(path: string): string {
   const script = [
     "#!/bin/sh",
-    `exec ${shWord(Deno.execPath())} run --allow-all --quiet --no-config ` +
-    `--no-lock ${shWord(FAKE_AGENT_TS)} "$0" "$@"`,
+    `exec ${sh(Deno.execPath())} run --allow-all --quiet --no-config ` +
+    `--no-lock ${sh(FAKE_AGENT_TS)} "$0" "$@"`,
     "",
   ].join("\n");
   Deno.writeTextFileSync(path, script, { mode: 0o755 });
@@ -212,4 +209,16 @@ export async function startWaitingSession(
       await sherlock.result.catch(() => {});
     },
   };
+}
+
+/** The servers of a rendered `{"mcpServers": …}` config. */
+export function renderedServers(
+  record: AgentRecord | undefined,
+): Record<
+  string,
+  { env?: Record<string, string>; headers?: Record<string, string> }
+> {
+  assert.ok(record, "the agent did not start");
+  assert.ok(record.config?.text, "the agent saw no rendered config");
+  return JSON.parse(record.config.text).mcpServers;
 }

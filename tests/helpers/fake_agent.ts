@@ -47,7 +47,6 @@ export interface AgentRecord {
   env: Record<string, string>;
   /** The agent's working folder. */
   cwd: string;
-  /** The agent's pid. */
   pid: number;
   /** The rendered config, when `FAKE_AGENT_CONFIG` says where it is. */
   config: ConfigSeen | null;

@@ -1,9 +1,53 @@
 /**
- * Profile and service files for tests, written as TOML text the way an
- * operator would write them.
+ * Profiles and services for tests: files written as TOML text the way an
+ * operator would write them, the built-in names, and a loaded profile.
  *
  * @module
  */
+
+import type { LoadedProfile } from "../../lib/profiles/loader.ts";
+import type { Profile } from "../../lib/profiles/schema.ts";
+
+/** The built-in profiles' names, sorted as `sherlock agents` lists them. */
+export const BUILTIN_PROFILE_NAMES: readonly string[] = [
+  "amp",
+  "claude",
+  "codex",
+  "copilot",
+  "gemini",
+  "opencode",
+  "qwen",
+];
+
+/**
+ * The override `fake` as the loader returns it, every default filled in as
+ * the schema leaves it: a cli-flag delivery of an mcp-json file, changed by
+ * `mcp` and `more`.
+ */
+export function loadedProfile(
+  mcp: Partial<Profile["mcp"]>,
+  more: Partial<Omit<Profile, "mcp">> = {},
+): LoadedProfile {
+  return {
+    profile: {
+      agent: { name: "fake", executable: "fake", description: "" },
+      mcp: {
+        mode: "cli-flag",
+        value: "{path}",
+        joined: false,
+        format: "mcp-json",
+        ...mcp,
+      },
+      env: {},
+      argv: { prefix: [], suffix: [] },
+      forbid: { env: [] },
+      ...more,
+    },
+    source: "override",
+    path: "/cfg/sherlock/agents.d/fake.toml",
+    shadowsBuiltin: false,
+  };
+}
 
 /** The parts of a profile a test cares about; the rest is left out. */
 export interface ProfileSpec {
@@ -112,5 +156,47 @@ export function remoteServiceToml(
       } }`,
     );
   }
+  return lines.join("\n") + "\n";
+}
+
+/** A service whose token the broker gets. */
+export interface TokenServiceSpec {
+  /** The service's name (and file name). */
+  name: string;
+  /** Default `command` when `command` is given, else `secret`. */
+  source?: "command" | "secret";
+  /** The helper's argv. */
+  command?: string[];
+  /** A remote server's URL; otherwise a stdio server (never started). */
+  url?: string;
+  /** The remote server's header (default `Authorization`). */
+  header?: string;
+  /** The stdio server's variable (default `<NAME>_TOKEN`). */
+  env?: string;
+  /** `[token] ttl`. */
+  ttl?: number;
+  /** `[token] timeout`. */
+  timeout?: number;
+}
+
+/** The TOML of a service with a token. */
+export function tokenServiceToml(spec: TokenServiceSpec): string {
+  const lines = ["[service]", `name = ${JSON.stringify(spec.name)}`, ""];
+  lines.push("[server]");
+  if (spec.url) lines.push(`url = ${JSON.stringify(spec.url)}`);
+  else lines.push(`command = ${JSON.stringify(`mcp-server-${spec.name}`)}`);
+  lines.push("", "[token]");
+  const source = spec.source ?? (spec.command ? "command" : "secret");
+  lines.push(`source = ${JSON.stringify(source)}`);
+  if (spec.command) lines.push(`command = ${JSON.stringify(spec.command)}`);
+  if (spec.url) {
+    lines.push(`header = ${JSON.stringify(spec.header ?? "Authorization")}`);
+  } else {
+    const variable = spec.env ??
+      `${spec.name.toUpperCase().replaceAll("-", "_")}_TOKEN`;
+    lines.push(`env = ${JSON.stringify(variable)}`);
+  }
+  if (spec.ttl !== undefined) lines.push(`ttl = ${spec.ttl}`);
+  if (spec.timeout !== undefined) lines.push(`timeout = ${spec.timeout}`);
   return lines.join("\n") + "\n";
 }

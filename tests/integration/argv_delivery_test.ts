@@ -9,9 +9,14 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parse } from "smol-toml";
 import { addFakeAgent, AgentRun } from "../helpers/agent.ts";
-import { createBrokerHome, sh, tokenServiceToml } from "../helpers/broker.ts";
+import { createBrokerHome } from "../helpers/broker_home.ts";
 import { createTestHome, type TestHome } from "../helpers/home.ts";
-import { remoteServiceToml, stdioServiceToml } from "../helpers/profiles.ts";
+import {
+  remoteServiceToml,
+  stdioServiceToml,
+  tokenServiceToml,
+} from "../helpers/profiles.ts";
+import { sh } from "../helpers/shell.ts";
 import { HANG_GUARD_MS, lines, runSherlock } from "../helpers/sherlock.ts";
 
 /** The fake agent's profile name. */

@@ -14,14 +14,12 @@ import {
   AgentRun,
   startWaitingSession,
 } from "../helpers/agent.ts";
-import {
-  createBrokerHome,
-  filesContaining,
-  sh,
-  tokenServiceToml,
-} from "../helpers/broker.ts";
+import { createBrokerHome } from "../helpers/broker_home.ts";
+import { modeOf } from "../helpers/files.ts";
 import { createTestHome, listNames, type TestHome } from "../helpers/home.ts";
-import { stdioServiceToml } from "../helpers/profiles.ts";
+import { filesContaining } from "../helpers/leaks.ts";
+import { stdioServiceToml, tokenServiceToml } from "../helpers/profiles.ts";
+import { sh } from "../helpers/shell.ts";
 import { lines, runSherlock } from "../helpers/sherlock.ts";
 import { exists } from "../helpers/wait.ts";
 
@@ -75,8 +73,6 @@ function writeOperatorFile(
   Deno.chmodSync(path, mode);
   return bytes;
 }
-
-const modeOf = (path: string) => (Deno.lstatSync(path).mode ?? 0) & 0o777;
 
 /** The session records left (the merge lock beside them is not one). */
 function records(home: TestHome): string[] {

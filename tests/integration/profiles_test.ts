@@ -8,21 +8,14 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { addFakeAgent, AgentRun, installFakeAgent } from "../helpers/agent.ts";
 import { createTestHome, type TestHome } from "../helpers/home.ts";
-import { profileToml, stdioServiceToml } from "../helpers/profiles.ts";
+import {
+  BUILTIN_PROFILE_NAMES,
+  profileToml,
+  stdioServiceToml,
+} from "../helpers/profiles.ts";
 import { lines, runSherlock } from "../helpers/sherlock.ts";
 
 /** `sherlock agents`' table rows as [name, rest of the line]. */
-/** The built-in profiles, as `sherlock agents` lists them. */
-const BUILTINS = [
-  "amp",
-  "claude",
-  "codex",
-  "copilot",
-  "gemini",
-  "opencode",
-  "qwen",
-];
-
 function rows(stdout: string): string[][] {
   return lines(stdout).map((line) => line.split(/\s{2,}/));
 }
@@ -35,7 +28,7 @@ Deno.test("agents: lists the built-ins and whether their executables are on PATH
   assert.equal(result.stderr, "");
   assert.deepEqual(rows(result.stdout), [
     ["NAME", "SOURCE", "EXECUTABLE"],
-    ...BUILTINS.map((name) => [
+    ...BUILTIN_PROFILE_NAMES.map((name) => [
       name,
       "built-in",
       name === "claude"
@@ -226,7 +219,7 @@ for (const { kind, text, problem } of MALFORMED) {
     assert.equal(listed.code, 78);
     assert.deepEqual(
       rows(listed.stdout).map((row) => row[0]),
-      ["NAME", ...[...BUILTINS, "good"].sort()],
+      ["NAME", ...[...BUILTIN_PROFILE_NAMES, "good"].sort()],
     );
     assert.deepEqual(lines(listed.stderr), [
       `sherlock: skipped malformed profile ${path}:${problem}`,
@@ -350,7 +343,7 @@ Deno.test("a dangling symlink in agents.d or services.d is reported and skipped"
   assert.equal(listed.code, 78);
   assert.deepEqual(
     rows(listed.stdout).map((row) => row[0]),
-    ["NAME", ...[...BUILTINS, "fake"].sort()],
+    ["NAME", ...[...BUILTIN_PROFILE_NAMES, "fake"].sort()],
   );
   assert.deepEqual(lines(listed.stderr), [
     `sherlock: skipped malformed profile ${profile}: cannot read it: no such file or folder`,

@@ -9,17 +9,16 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { AgentRun } from "../helpers/agent.ts";
+import { AgentRun, renderedServers } from "../helpers/agent.ts";
 import {
   AGENT,
   type BrokerHome,
   createBrokerHome,
-  filesContaining,
-  isAlive,
-  renderedServers,
-  sh,
-  tokenServiceToml,
-} from "../helpers/broker.ts";
+} from "../helpers/broker_home.ts";
+import { isAlive } from "../helpers/daemon_processes.ts";
+import { filesContaining } from "../helpers/leaks.ts";
+import { tokenServiceToml } from "../helpers/profiles.ts";
+import { sh } from "../helpers/shell.ts";
 import {
   assertNoStackTrace,
   HANG_GUARD_MS,

@@ -5,37 +5,9 @@
 
 import assert from "node:assert/strict";
 import { buildArgs, buildEnv, configFilePath } from "../../lib/launch/plan.ts";
-import type { LoadedProfile } from "../../lib/profiles/loader.ts";
 import type { Profile } from "../../lib/profiles/schema.ts";
+import { loadedProfile as loaded } from "../helpers/profiles.ts";
 import { ConfigError } from "../../lib/errors.ts";
-
-type Mcp = Partial<Profile["mcp"]>;
-
-/** A loaded profile with every default filled in, as the schema leaves it. */
-function loaded(
-  mcp: Mcp,
-  more: Partial<Omit<Profile, "mcp">> = {},
-): LoadedProfile {
-  return {
-    profile: {
-      agent: { name: "fake", executable: "fake", description: "" },
-      mcp: {
-        mode: "cli-flag",
-        value: "{path}",
-        joined: false,
-        format: "mcp-json",
-        ...mcp,
-      },
-      env: {},
-      argv: { prefix: [], suffix: [] },
-      forbid: { env: [] },
-      ...more,
-    },
-    source: "override",
-    path: "/cfg/sherlock/agents.d/fake.toml",
-    shadowsBuiltin: false,
-  };
-}
 
 const PATH = "/run/user/1000/sherlock/fake.0123456789ab.mcp.json";
 
@@ -138,7 +110,7 @@ Deno.test("buildArgs: env-var and config-file modes add no flag", () => {
     const mcp of [
       { mode: "env-var", var: "MCP" },
       { mode: "config-file", path: "/x.json" },
-    ] as Mcp[]
+    ] as Partial<Profile["mcp"]>[]
   ) {
     assert.deepEqual(
       buildArgs({

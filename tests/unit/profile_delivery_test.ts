@@ -11,35 +11,12 @@ import { parse } from "smol-toml";
 import { formatProblem } from "../../lib/config/toml_files.ts";
 import { buildArgs } from "../../lib/launch/plan.ts";
 import { BUILTIN_PROFILES } from "../../lib/profiles/builtin.ts";
-import type { LoadedProfile } from "../../lib/profiles/loader.ts";
 import { type Profile, validateProfile } from "../../lib/profiles/schema.ts";
 import { validateService } from "../../lib/services/schema.ts";
+import { loadedProfile } from "../helpers/profiles.ts";
 
-/** A loaded cli-flag profile with every default filled in. */
-function loaded(
-  mcp: Partial<Profile["mcp"]>,
-  argv: Profile["argv"] = { prefix: [], suffix: [] },
-): LoadedProfile {
-  return {
-    profile: {
-      agent: { name: "fake", executable: "fake", description: "" },
-      mcp: {
-        mode: "cli-flag",
-        flag: "-c",
-        value: "{path}",
-        joined: false,
-        format: "codex-overrides",
-        ...mcp,
-      },
-      env: {},
-      argv,
-      forbid: { env: [] },
-    },
-    source: "override",
-    path: "/cfg/sherlock/agents.d/fake.toml",
-    shadowsBuiltin: false,
-  };
-}
+/** The cli-flag delivery of a codex-like agent. */
+const CODEX_LIKE = { flag: "-c", format: "codex-overrides" } as const;
 
 const VALUES = [
   'mcp_servers.github={command="sherlock",args=["shim"],env={}}',
@@ -49,7 +26,7 @@ const VALUES = [
 Deno.test("buildArgs: an argv format repeats the flag once per value, in order", () => {
   assert.deepEqual(
     buildArgs({
-      loaded: loaded({}),
+      loaded: loadedProfile(CODEX_LIKE),
       config: { values: VALUES },
       userArgs: ["exec", "hi"],
     }),
@@ -60,7 +37,7 @@ Deno.test("buildArgs: an argv format repeats the flag once per value, in order",
 Deno.test("buildArgs: joined = true makes each flag=value one word", () => {
   assert.deepEqual(
     buildArgs({
-      loaded: loaded({ flag: "--config", joined: true }),
+      loaded: loadedProfile({ ...CODEX_LIKE, flag: "--config", joined: true }),
       config: { values: VALUES },
       userArgs: [],
     }),
@@ -71,7 +48,9 @@ Deno.test("buildArgs: joined = true makes each flag=value one word", () => {
 Deno.test("buildArgs: no servers, no flag at all", () => {
   assert.deepEqual(
     buildArgs({
-      loaded: loaded({}, { prefix: ["exec"], suffix: ["--end"] }),
+      loaded: loadedProfile(CODEX_LIKE, {
+        argv: { prefix: ["exec"], suffix: ["--end"] },
+      }),
       config: { values: [] },
       userArgs: ["hi"],
     }),
@@ -83,7 +62,9 @@ Deno.test("buildArgs: argv values go between the prefix and the user's args, ver
   const awkward = 'mcp_servers."a b"={command="x y",args=["$HOME","\\n"]}';
   assert.deepEqual(
     buildArgs({
-      loaded: loaded({}, { prefix: ["--pre"], suffix: ["--post"] }),
+      loaded: loadedProfile(CODEX_LIKE, {
+        argv: { prefix: ["--pre"], suffix: ["--post"] },
+      }),
       config: { values: [awkward] },
       userArgs: ["-c", "model=o3", "--"],
     }),
@@ -94,7 +75,7 @@ Deno.test("buildArgs: argv values go between the prefix and the user's args, ver
 Deno.test("buildArgs: the value template applies to a file's path, not to argv values", () => {
   assert.deepEqual(
     buildArgs({
-      loaded: loaded({ value: "@{path}" }),
+      loaded: loadedProfile({ ...CODEX_LIKE, value: "@{path}" }),
       config: { values: ["v"] },
       userArgs: [],
     }),

@@ -21,19 +21,10 @@ import {
 } from "../../lib/profiles/loader.ts";
 import { profileSchema, validateProfile } from "../../lib/profiles/schema.ts";
 import { ValidationCache } from "../../lib/config/validation_cache.ts";
-
-const BUILTIN_NAMES = [
-  "amp",
-  "claude",
-  "codex",
-  "copilot",
-  "gemini",
-  "opencode",
-  "qwen",
-];
+import { BUILTIN_PROFILE_NAMES } from "../helpers/profiles.ts";
 
 Deno.test("built-ins: the agents proven against their real CLIs", () => {
-  assert.deepEqual(Object.keys(BUILTIN_PROFILES).sort(), BUILTIN_NAMES);
+  assert.deepEqual(Object.keys(BUILTIN_PROFILES).sort(), BUILTIN_PROFILE_NAMES);
 });
 
 for (const [name, text] of Object.entries(BUILTIN_PROFILES)) {
@@ -382,12 +373,12 @@ Deno.test("loader: loadAllProfiles lists the good ones and the problems", async 
   }, async (sources) => {
     assert.deepEqual(
       [...profileNames(sources.paths)].sort(),
-      [...BUILTIN_NAMES, "broken", "mine", "wrong"].sort(),
+      [...BUILTIN_PROFILE_NAMES, "broken", "mine", "wrong"].sort(),
     );
     const listing = await loadAllProfiles(sources);
     assert.deepEqual(
       listing.profiles.map((p) => [p.profile.agent.name, p.source]),
-      [...BUILTIN_NAMES, "mine"].sort().map((name) => [
+      [...BUILTIN_PROFILE_NAMES, "mine"].sort().map((name) => [
         name,
         name === "claude" || name === "mine" ? "override" : "built-in",
       ]),

@@ -10,6 +10,7 @@ import {
   InvalidFileError,
   listTomlFiles,
   parseTomlText,
+  readNamedTomlFile,
   readTomlFile,
   type Validator,
 } from "../../lib/config/toml_files.ts";
@@ -146,6 +147,45 @@ Deno.test("readTomlFile: validates once per bytes, and reports failures every ti
         error.message === "/a.toml:1: a: no",
     );
   }
+});
+
+Deno.test("readNamedTomlFile: the declared name must equal the basename, checked only when the bytes changed", async () => {
+  const cache = new ValidationCache();
+  let loads = 0;
+  const kind = {
+    kind: "service",
+    nameKey: ["service", "name"] as const,
+    nameOf: (value: { service: { name: string } }) => value.service.name,
+    loadValidator: () => {
+      loads++;
+      const validate: Validator<{ service: { name: string } }> = (raw) => ({
+        ok: true,
+        value: raw as { service: { name: string } },
+      });
+      return Promise.resolve(validate);
+    },
+  };
+  const file = {
+    path: "/services.d/a.toml",
+    basename: "a",
+    text: '[service]\nname = "a"\n',
+    cache,
+  };
+  assert.equal((await readNamedTomlFile(kind, file)).service.name, "a");
+  assert.equal((await readNamedTomlFile(kind, file)).service.name, "a");
+  assert.equal(loads, 1);
+  await assert.rejects(
+    readNamedTomlFile(kind, {
+      ...file,
+      path: "/services.d/b.toml",
+      basename: "b",
+    }),
+    (error: unknown) =>
+      error instanceof InvalidFileError &&
+      error.message ===
+        '/services.d/b.toml:2: service.name: is "a" but the file is b.toml; ' +
+          "the name must equal the file's basename",
+  );
 });
 
 Deno.test("ValidationCache: survives a process through its file, private", async () => {

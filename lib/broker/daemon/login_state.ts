@@ -17,7 +17,6 @@ import {
 
 /** How the login state is set up. */
 export interface LoginStateOptions {
-  /** The store's file. */
   storePath: string;
   /** Lock again after this many seconds without a token request. */
   idleTimeoutSeconds?: number;

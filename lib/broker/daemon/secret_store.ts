@@ -1,33 +1,11 @@
 /**
- * The `local` login provider's encrypted secret store.
- *
- * One file, `$XDG_DATA_HOME/sherlock/secrets.enc` (the caller passes the
- * path), holds every secret the operator saved with `sherlock secret set`,
- * encrypted with AES-256-GCM under a key that scrypt derives from the
- * operator's passphrase. Only the broker daemon imports this module: it
- * unlocks the store at `sherlock login`, keeps the derived key (never the
- * passphrase) in memory, and locks it again at logout or idle timeout.
- *
- * The file is two lines, both ASCII:
- *
- * ```text
- * {"format":"sherlock-secrets","version":1,"kdf":{…},"check":"…","cipher":{…}}
- * <base64 of the AES-256-GCM ciphertext followed by its 16-byte tag>
- * ```
- *
- * The first line's exact bytes are the GCM additional authenticated data, so
- * any change to the header (version, KDF parameters, salt, IV) is detected.
- * `check` is an HMAC made with a second half of the scrypt output, so that a
- * wrong passphrase ({@linkcode WrongPassphraseError}) can be told from a
- * damaged or altered file ({@linkcode CorruptStoreError}) without making a
- * guess any cheaper than one scrypt run. `docs/secret_store.md` describes the
- * format, the KDF parameters and their measured cost.
- *
- * Reading never changes the file's bytes; writing goes through
- * `writePrivateFile` (temp file, fsync, rename), so a reader sees the old
- * store or the new one, never a part, and a failed write leaves the old file
- * (and the store in memory) as it was. No error message, log line or
- * `inspect` output of this module contains a secret value or the passphrase.
+ * The `local` login provider's secret store: one file, AES-256-GCM under a
+ * key that scrypt derives from the operator's passphrase. Only the daemon
+ * imports it, and keeps the key (never the passphrase) while logged in. The
+ * header is authenticated with the ciphertext and carries a key check, so
+ * that a wrong passphrase is told from a damaged file without making a guess
+ * cheaper; writes are atomic; no message or log line holds a secret. Format,
+ * parameters and their cost: `docs/secret_store.md`.
  *
  * @module
  */
@@ -60,9 +38,8 @@ export interface ScryptParams {
 }
 
 /**
- * The KDF parameters of new stores: N = 2^17, r = 8, p = 1, i.e. 128 MiB and
- * about 0.7 s per unlock on the reference machine (see
- * `docs/secret_store.md`). This is OWASP's recommended minimum for scrypt.
+ * The KDF parameters of new stores: OWASP's recommended minimum for scrypt
+ * (128 MiB per derivation; its time is measured in `docs/secret_store.md`).
  * Raising them later is safe: every store records its own parameters.
  */
 export const DEFAULT_SCRYPT_PARAMS: Readonly<ScryptParams> = Object.freeze({
@@ -93,7 +70,6 @@ export interface SecretInfo {
  * {@linkcode StoreLockedError} once {@linkcode SecretStore.lock} was called.
  */
 export interface SecretStore {
-  /** The store's file. */
   readonly path: string;
   /** When the store was created (RFC 3339, UTC, milliseconds). */
   readonly createdAt: string;
@@ -158,7 +134,6 @@ export type SecretStoreErrorCode =
  * contains a secret value or the passphrase.
  */
 export class SecretStoreError extends SherlockError {
-  /** Which failure this is. */
   readonly code: SecretStoreErrorCode;
 
   /** Creates a secret store error. */

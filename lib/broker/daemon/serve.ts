@@ -30,7 +30,6 @@ import { TokenBroker } from "./token_broker.ts";
 
 /** How a daemon runs. */
 export interface ServeOptions {
-  /** sherlock's locations. */
   paths: SherlockPaths;
   /** sherlock's settings (idle timeout). */
   settings: Settings;

@@ -20,7 +20,7 @@ import {
 import type { LoginAnswer, Whoami } from "../broker/protocol.ts";
 import { ExitCode, UsageError } from "../errors.ts";
 import { describeFsError } from "../private_files.ts";
-import { describeLogin } from "./broker.ts";
+import { describeLogin } from "./login_text.ts";
 import { commandContext } from "./context.ts";
 import { printLine } from "./output.ts";
 import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";

@@ -1,8 +1,9 @@
 /**
- * The broker client, on the launch path: make sure the daemon is up (start
- * it in the background when the socket does not answer), ask who is logged
- * in, and fetch every service's token in parallel. It never imports daemon
- * code: the daemon is another process of the same binary.
+ * The broker client: one typed function per route of the daemon's API
+ * (`protocol.ts`), each with its own timeout, and the start of the daemon
+ * when its socket does not answer. Commands call these, never a raw path.
+ * It never imports daemon code: the daemon is another process of the same
+ * binary.
  *
  * @module
  */
@@ -22,6 +23,12 @@ import { selfCommand } from "../self_command.ts";
 import type {
   ErrorBody,
   Health,
+  LoginAnswer,
+  LoginRequest,
+  SecretList,
+  SecretRemoved,
+  TokenRequest,
+  TokenResponse,
   TokensRequest,
   TokensResponse,
   Whoami,
@@ -38,7 +45,7 @@ const QUICK_TIMEOUT_MS = 5_000;
  * How long a login may take: the key derivation is slow on purpose (about
  * a second on its own, more on a busy machine or with several at once).
  */
-export const LOGIN_TIMEOUT_MS = 120_000;
+const LOGIN_TIMEOUT_MS = 120_000;
 
 /**
  * How long a token request may take: the daemon bounds each helper by its
@@ -47,13 +54,13 @@ export const LOGIN_TIMEOUT_MS = 120_000;
 const TOKEN_TIMEOUT_MS = 600_000;
 
 /** Sends one request to the daemon and returns the parsed answer. */
-export async function callBroker<T>(
+async function callBroker<T>(
   options: {
     socket: string;
     method: string;
     path: string;
     body?: unknown;
-    timeoutMs?: number;
+    timeoutMs: number;
   },
 ): Promise<T> {
   let response;
@@ -63,7 +70,7 @@ export async function callBroker<T>(
       method: options.method,
       path: options.path,
       body: options.body,
-      timeoutMs: options.timeoutMs ?? QUICK_TIMEOUT_MS,
+      timeoutMs: options.timeoutMs,
     });
   } catch (error) {
     if (error instanceof SocketError) {
@@ -81,7 +88,10 @@ export async function callBroker<T>(
   throw brokerError(response.status, response.body);
 }
 
-/** The daemon's health, or undefined when nothing answers on the socket. */
+/**
+ * `GET /v1/health`: the daemon's health, or undefined when nothing answers
+ * on the socket.
+ */
 export async function brokerHealth(
   socket: string,
 ): Promise<Health | undefined> {
@@ -195,9 +205,112 @@ function lastLine(path: string): string | undefined {
   }
 }
 
-/** Who is logged in. */
+/** `GET /v1/whoami`: who is logged in. */
 export function whoami(socket: string): Promise<Whoami> {
-  return callBroker<Whoami>({ socket, method: "GET", path: "/v1/whoami" });
+  return callBroker<Whoami>({
+    socket,
+    method: "GET",
+    path: "/v1/whoami",
+    timeoutMs: QUICK_TIMEOUT_MS,
+  });
+}
+
+/**
+ * `POST /v1/login`: unlocks the store, or creates it with `create`. Slow
+ * on purpose (see {@linkcode LOGIN_TIMEOUT_MS}).
+ */
+export function login(
+  socket: string,
+  request: LoginRequest,
+): Promise<LoginAnswer> {
+  return callBroker<LoginAnswer>({
+    socket,
+    method: "POST",
+    path: "/v1/login",
+    body: request,
+    timeoutMs: LOGIN_TIMEOUT_MS,
+  });
+}
+
+/** `POST /v1/logout`: locks the store and drops every cached token. */
+export function logout(socket: string): Promise<Whoami> {
+  return callBroker<Whoami>({
+    socket,
+    method: "POST",
+    path: "/v1/logout",
+    timeoutMs: QUICK_TIMEOUT_MS,
+  });
+}
+
+/** `POST /v1/token`: one service's token (the shim's request). */
+export function fetchToken(
+  socket: string,
+  request: TokenRequest,
+): Promise<TokenResponse> {
+  return callBroker<TokenResponse>({
+    socket,
+    method: "POST",
+    path: "/v1/token",
+    body: request,
+    timeoutMs: TOKEN_TIMEOUT_MS,
+  });
+}
+
+/** `GET /v1/secrets`: the stored secrets' names and dates, never values. */
+export function listSecrets(socket: string): Promise<SecretList> {
+  return callBroker<SecretList>({
+    socket,
+    method: "GET",
+    path: "/v1/secrets",
+    timeoutMs: QUICK_TIMEOUT_MS,
+  });
+}
+
+/** `PUT /v1/secrets/<name>`: stores (or replaces) the secret of `name`. */
+export async function setSecret(
+  options: { socket: string; name: string; value: string },
+): Promise<void> {
+  await callBroker({
+    socket: options.socket,
+    method: "PUT",
+    path: secretPath(options.name),
+    body: { value: options.value },
+    timeoutMs: QUICK_TIMEOUT_MS,
+  });
+}
+
+/**
+ * `DELETE /v1/secrets/<name>`: true when the secret of `name` was removed,
+ * false when there was none.
+ */
+export async function removeSecret(
+  socket: string,
+  name: string,
+): Promise<boolean> {
+  const { removed } = await callBroker<SecretRemoved>({
+    socket,
+    method: "DELETE",
+    path: secretPath(name),
+    timeoutMs: QUICK_TIMEOUT_MS,
+  });
+  return removed;
+}
+
+/**
+ * `POST /v1/shutdown`: the daemon stops listening at once, and exits when
+ * its open requests are done.
+ */
+export async function shutdownBroker(socket: string): Promise<void> {
+  await callBroker({
+    socket,
+    method: "POST",
+    path: "/v1/shutdown",
+    timeoutMs: QUICK_TIMEOUT_MS,
+  });
+}
+
+function secretPath(name: string): string {
+  return `/v1/secrets/${encodeURIComponent(name)}`;
 }
 
 /**
@@ -275,7 +388,7 @@ export async function fetchTokens(
 }
 
 /** Maps a daemon's error answer to the sherlock error with the right exit code. */
-export function brokerError(status: number, body: unknown): SherlockError {
+function brokerError(status: number, body: unknown): SherlockError {
   const error = (body as ErrorBody | undefined)?.error;
   const message = error?.message ?? `the broker answered HTTP ${status}`;
   switch (error?.code) {

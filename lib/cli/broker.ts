@@ -6,9 +6,13 @@
  */
 
 import { importLazily } from "../runtime/lazy_import.ts";
-import { brokerHealth, callBroker, ensureBroker } from "../broker/client.ts";
+import {
+  brokerHealth,
+  ensureBroker,
+  shutdownBroker,
+  whoami,
+} from "../broker/client.ts";
 import { readAudit } from "../broker/audit_entries.ts";
-import type { Whoami } from "../broker/protocol.ts";
 import {
   errorMessage,
   ExitCode,
@@ -129,7 +133,7 @@ async function stop(args: readonly string[]): Promise<number> {
     printLine("broker is not running");
     return 0;
   }
-  await callBroker({ socket, method: "POST", path: "/v1/shutdown" });
+  await shutdownBroker(socket);
   // It stops listening at once, and exits when its open requests are done.
   const deadline = Date.now() + STOP_TIMEOUT_MS;
   while ((await brokerHealth(socket))?.pid === health.pid) {
@@ -155,11 +159,7 @@ async function status(args: readonly string[]): Promise<number> {
     printLine(`broker is not running (socket ${socket})`);
     return ExitCode.Unavailable;
   }
-  const who = await callBroker<Whoami>({
-    socket,
-    method: "GET",
-    path: "/v1/whoami",
-  });
+  const who = await whoami(socket);
   const rows = [
     ["broker", `running, pid ${health.pid}, sherlock ${health.version}`],
     ["since", health.started],

@@ -12,12 +12,11 @@
 
 import {
   brokerHealth,
-  callBroker,
   ensureBroker,
-  LOGIN_TIMEOUT_MS,
+  login,
+  logout,
   whoami,
 } from "../broker/client.ts";
-import type { LoginAnswer, Whoami } from "../broker/protocol.ts";
 import { ExitCode, UsageError } from "../errors.ts";
 import { describeFsError } from "../private_files.ts";
 import { describeLogin } from "./login_text.ts";
@@ -73,13 +72,7 @@ export async function loginCommand(args: readonly string[]): Promise<number> {
       `the passphrase is too short: a new store needs at least ${MIN_PASSPHRASE_LENGTH} characters`,
     );
   }
-  const after = await callBroker<LoginAnswer>({
-    socket,
-    method: "POST",
-    path: "/v1/login",
-    body: { passphrase, create },
-    timeoutMs: LOGIN_TIMEOUT_MS,
-  });
+  const after = await login(socket, { passphrase, create });
   printLine(
     `${after.created ? "created the store; " : ""}logged in: ${
       describeLogin(after)
@@ -99,7 +92,7 @@ export async function logoutCommand(args: readonly string[]): Promise<number> {
   if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
   const socket = await runningBrokerSocket();
   if (socket === undefined) return 0;
-  await callBroker<Whoami>({ socket, method: "POST", path: "/v1/logout" });
+  await logout(socket);
   printLine("logged out: the store is locked and cached tokens are dropped");
   return 0;
 }

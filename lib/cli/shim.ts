@@ -18,8 +18,7 @@
  * @module
  */
 
-import { callBroker } from "../broker/client.ts";
-import type { TokenRequest, TokenResponse } from "../broker/protocol.ts";
+import { fetchToken } from "../broker/client.ts";
 import {
   ExecutableNotFoundError,
   NotExecutableError,
@@ -66,16 +65,10 @@ export async function shimCommand(args: readonly string[]): Promise<number> {
     return 0;
   }
   const shim = parseShimArguments(args);
-  const answer = await callBroker<TokenResponse>({
-    socket: shim.socket,
-    method: "POST",
-    path: "/v1/token",
-    body: {
-      service: shim.service,
-      session: shim.session,
-      agent: shim.agent,
-    } satisfies TokenRequest,
-    timeoutMs: 600_000,
+  const answer = await fetchToken(shim.socket, {
+    service: shim.service,
+    session: shim.session,
+    agent: shim.agent,
   });
   const [program, ...programArgs] = shim.command;
   // Caught from before the server exists, so that a signal that arrives

@@ -11,12 +11,13 @@
 import { socketPathProblem } from "./socket_path.ts";
 import { dirname, join } from "../runtime/path.ts";
 import {
-  CantCreateError,
-  ConfigError,
-  NoPermissionError,
+  BrokerNotRunningError,
+  errorCodeMeaning,
+  errorWithExitCode,
+  ExitCode,
+  NotLoggedInError,
   SherlockError,
   UnavailableError,
-  UsageError,
 } from "../errors.ts";
 import { ensurePrivateDir } from "../private_files.ts";
 import { selfCommand } from "../self_command.ts";
@@ -34,6 +35,10 @@ import type {
   Whoami,
 } from "./protocol.ts";
 import { SocketError, unixHttpRequest } from "../runtime/unix_http.ts";
+
+// Defined with the others in errors.ts; here too for the callers that load
+// the client lazily (the launch path) and catch these.
+export { BrokerNotRunningError, NotLoggedInError } from "../errors.ts";
 
 /** How long a start of the daemon may take before sherlock gives up. */
 export const START_TIMEOUT_MS = 10_000;
@@ -314,28 +319,6 @@ function secretPath(name: string): string {
 }
 
 /**
- * Nothing accepted a connection on the socket (no daemon, or a stale
- * socket): unlike a daemon that accepted and then failed, starting one may
- * help. Exit 69.
- */
-export class BrokerNotRunningError extends UnavailableError {
-  /** Creates the error. */
-  constructor(message: string) {
-    super(message);
-    this.name = "BrokerNotRunningError";
-  }
-}
-
-/** The operator is not logged in to the broker (exit 77). */
-export class NotLoggedInError extends NoPermissionError {
-  /** Creates the error. */
-  constructor(message: string) {
-    super(message);
-    this.name = "NotLoggedInError";
-  }
-}
-
-/**
  * The tokens of the named services for a session, in one round trip when
  * the daemon is up: `POST /v1/tokens` (the daemon runs their helpers
  * concurrently, and answers "not logged in" for the whole request while
@@ -381,7 +364,10 @@ export async function fetchTokens(
   }
   for (const service of options.services) {
     if (!tokens.has(service)) {
-      throw new SherlockError(`broker: no answer for service ${service}`, 70);
+      throw new SherlockError(
+        `broker: no answer for service ${service}`,
+        ExitCode.Software,
+      );
     }
   }
   return tokens;
@@ -391,25 +377,13 @@ export async function fetchTokens(
 function brokerError(status: number, body: unknown): SherlockError {
   const error = (body as ErrorBody | undefined)?.error;
   const message = error?.message ?? `the broker answered HTTP ${status}`;
-  switch (error?.code) {
-    case "not_logged_in":
-      return new NotLoggedInError(`${message}; run "sherlock login"`);
-    case "wrong_passphrase":
-    case "no_secret":
-    case "no_store":
-      return new NoPermissionError(message);
-    case "store_write_failed":
-      return new CantCreateError(message);
-    case "helper_failed":
-      return new UnavailableError(message);
-    case "unknown_service":
-    case "invalid_service":
-    case "store_unusable":
-      return new ConfigError(message);
-    case "store_exists":
-    case "bad_request":
-      return new UsageError(message);
-    default:
-      return new SherlockError(`broker: ${message}`, 70);
+  if (error?.code === "not_logged_in") {
+    return new NotLoggedInError(`${message}; run "sherlock login"`);
   }
+  const exitCode = errorCodeMeaning(error?.code)?.exitCode ??
+    ExitCode.Software;
+  // Software: the request was wrong or the daemon failed, not the operator.
+  return exitCode === ExitCode.Software
+    ? new SherlockError(`broker: ${message}`, exitCode)
+    : errorWithExitCode(message, exitCode);
 }

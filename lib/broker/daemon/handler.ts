@@ -7,6 +7,7 @@
  */
 
 import { concatBytes } from "../../runtime/bytes.ts";
+import { ERROR_CODES } from "../../errors.ts";
 import { NAME_PATTERN } from "../../config/names.ts";
 import { VERSION } from "../../version.ts";
 import {
@@ -53,7 +54,7 @@ export async function handleRequest(
     return await route(request, context);
   } catch (error) {
     const { status, code, message } = describeError(error, context);
-    return failure(status, code, message);
+    return failure(code, message, status);
   }
 }
 
@@ -65,11 +66,17 @@ function describeError(
   if (error instanceof BrokerRequestError) {
     return { status: error.status, code: error.code, message: error.message };
   }
-  const kind = storeErrorKind(error);
-  if (kind) return { ...kind, message: (error as Error).message };
+  const code = storeErrorCode(error);
+  if (code) {
+    return {
+      status: ERROR_CODES[code].status,
+      code,
+      message: (error as Error).message,
+    };
+  }
   context.log(`internal error: ${(error as Error)?.message ?? String(error)}`);
   return {
-    status: 500,
+    status: ERROR_CODES.internal.status,
     code: "internal",
     message: "internal error; see the broker's log",
   };
@@ -124,7 +131,7 @@ async function route(
       appendAudit(context.stateDir, {
         event: "login_failed",
         provider: "local",
-        reason: storeErrorKind(error)?.code ?? "internal",
+        reason: storeErrorCode(error) ?? "internal",
       });
       throw error;
     }
@@ -197,7 +204,7 @@ async function route(
     return ok({});
   }
   await discardBody(request);
-  return failure(404, "not_found", `no such endpoint: ${pathname}`);
+  return failure("not_found", `no such endpoint: ${pathname}`);
 }
 
 function unlockedStore(context: HandlerContext) {
@@ -299,37 +306,41 @@ function ok<T>(body: T): Response {
   return Response.json(body);
 }
 
-function failure(status: number, code: ErrorCode, message: string): Response {
+/** An error answer; its status is the code's unless `status` is given. */
+function failure(
+  code: ErrorCode,
+  message: string,
+  status = ERROR_CODES[code].status,
+): Response {
   return Response.json({ error: { code, message } } satisfies ErrorBody, {
     status,
   });
 }
 
 /**
- * The answer for an error of the secret store, if it is one (its messages
- * name files and reasons, never a secret or the passphrase).
+ * The protocol's code for an error of the secret store, if it is one (its
+ * messages name files and reasons, never a secret or the passphrase). The
+ * status and the client's exit code follow from the code (`ERROR_CODES`).
  */
-function storeErrorKind(
-  error: unknown,
-): { status: number; code: ErrorCode } | undefined {
+function storeErrorCode(error: unknown): ErrorCode | undefined {
   if (!(error instanceof SecretStoreError)) return undefined;
   switch (error.code) {
     case "wrong-passphrase":
-      return { status: 401, code: "wrong_passphrase" };
+      return "wrong_passphrase";
     case "not-found":
-      return { status: 404, code: "no_store" };
+      return "no_store";
     case "locked":
-      return { status: 401, code: "not_logged_in" };
+      return "not_logged_in";
     case "corrupt":
     case "newer-version":
-      return { status: 409, code: "store_unusable" };
+      return "store_unusable";
     case "exists":
-      return { status: 409, code: "store_exists" };
+      return "store_exists";
     case "invalid-name":
     case "invalid-value":
     case "invalid-passphrase":
-      return { status: 400, code: "bad_request" };
+      return "bad_request";
     case "write-failed":
-      return { status: 500, code: "store_write_failed" };
+      return "store_write_failed";
   }
 }

@@ -53,8 +53,8 @@ export async function handleRequest(
   try {
     return await route(request, context);
   } catch (error) {
-    const { status, code, message } = describeError(error, context);
-    return failure(code, message, status);
+    const { code, message } = describeError(error, context);
+    return failure(code, message);
   }
 }
 
@@ -93,7 +93,6 @@ async function route(
     if (!methods.includes(method)) {
       throw new BrokerRequestError({
         code: "method_not_allowed",
-        status: 405,
         message: `${method} is not allowed on ${pathname}`,
       });
     }
@@ -212,7 +211,6 @@ function unlockedStore(context: HandlerContext) {
   if (store === undefined) {
     throw new BrokerRequestError({
       code: "not_logged_in",
-      status: 401,
       message: "not logged in: the broker's store is locked",
     });
   }
@@ -291,13 +289,12 @@ function requireNames(body: Record<string, unknown>, key: string): string[] {
 }
 
 function badRequest(message: string): BrokerRequestError {
-  return new BrokerRequestError({ code: "bad_request", status: 400, message });
+  return new BrokerRequestError({ code: "bad_request", message });
 }
 
 function tooLarge(): BrokerRequestError {
   return new BrokerRequestError({
     code: "too_large",
-    status: 413,
     message: `the body is larger than ${MAX_BODY_BYTES} bytes`,
   });
 }
@@ -306,14 +303,10 @@ function ok<T>(body: T): Response {
   return Response.json(body);
 }
 
-/** An error answer; its status is the code's unless `status` is given. */
-function failure(
-  code: ErrorCode,
-  message: string,
-  status = ERROR_CODES[code].status,
-): Response {
+/** An error answer, with the code's status. */
+function failure(code: ErrorCode, message: string): Response {
   return Response.json({ error: { code, message } } satisfies ErrorBody, {
-    status,
+    status: ERROR_CODES[code].status,
   });
 }
 

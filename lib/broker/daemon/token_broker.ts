@@ -12,6 +12,7 @@ import { sha256Hex } from "../../private_files.ts";
 import { loadService, type Service } from "../../services/loader.ts";
 import type { ValidationCache } from "../../config/validation_cache.ts";
 import type { ErrorCode, TokenRequest, TokenResponse } from "../protocol.ts";
+import { ERROR_CODES } from "../../errors.ts";
 import { appendAudit } from "./audit_log.ts";
 import { HelperError, runCredentialHelper } from "./credential_helper.ts";
 import type { LoginState } from "./login_state.ts";
@@ -21,15 +22,17 @@ import { type Token, TokenCache } from "./token_cache.ts";
 export class BrokerRequestError extends Error {
   /** The error code of the answer. */
   readonly code: ErrorCode;
-  /** The HTTP status of the answer. */
-  readonly status: number;
 
   /** Creates the error; the message must be secret-free. */
-  constructor(options: { code: ErrorCode; status: number; message: string }) {
+  constructor(options: { code: ErrorCode; message: string }) {
     super(options.message);
     this.name = "BrokerRequestError";
     this.code = options.code;
-    this.status = options.status;
+  }
+
+  /** The HTTP status of the answer: the code's (`ERROR_CODES`). */
+  get status(): number {
+    return ERROR_CODES[this.code].status;
   }
 }
 
@@ -73,7 +76,6 @@ export class TokenBroker {
     if (token.source === "none") {
       throw new BrokerRequestError({
         code: "bad_request",
-        status: 400,
         message: `service ${request.service} needs no token (source = "none")`,
       });
     }
@@ -111,7 +113,6 @@ export class TokenBroker {
       if (error instanceof HelperError) {
         throw new BrokerRequestError({
           code: "helper_failed",
-          status: 502,
           message: error.message,
         });
       }
@@ -130,7 +131,6 @@ export class TokenBroker {
       if (error instanceof InvalidFileError) {
         throw new BrokerRequestError({
           code: "invalid_service",
-          status: 422,
           message: error.message,
         });
       }
@@ -139,7 +139,6 @@ export class TokenBroker {
     if (service === undefined) {
       throw new BrokerRequestError({
         code: "unknown_service",
-        status: 404,
         message:
           `no service named ${name} in ${this.#options.paths.servicesDir}`,
       });
@@ -155,7 +154,6 @@ export class TokenBroker {
       if (value === undefined) {
         throw new BrokerRequestError({
           code: "no_secret",
-          status: 404,
           message:
             `no secret stored for service ${name}; run "sherlock secret set ${name}"`,
         });
@@ -178,7 +176,6 @@ export class TokenBroker {
 function notLoggedIn(): BrokerRequestError {
   return new BrokerRequestError({
     code: "not_logged_in",
-    status: 401,
     message: "not logged in: the broker's store is locked",
   });
 }

@@ -6,7 +6,7 @@
  */
 
 import { importLazily } from "../runtime/lazy_import.ts";
-import { UsageError } from "../errors.ts";
+import { ExitCode, UsageError } from "../errors.ts";
 import { COMMANDS, isCommandName } from "./commands.ts";
 import { commandContext } from "./context.ts";
 import { reportError } from "./output.ts";
@@ -27,7 +27,7 @@ async function dispatch(args: readonly string[]): Promise<number> {
       new URL("./help.ts", import.meta.url),
     );
     Deno.stderr.writeSync(new TextEncoder().encode(mainHelp() + "\n"));
-    return 2;
+    return ExitCode.Usage;
   }
   if (first === "--help" || first === "-h") {
     return await (await COMMANDS.help.load())([]);

@@ -5,9 +5,14 @@
  * CLI prints `sherlock: <message>` as one line and exits with `exitCode`.
  * The codes follow sysexits(3) so that scripts can tell sherlock's failures
  * from the agent's (whose exit code sherlock passes through unchanged).
+ * {@linkcode ERROR_CODES} gives each of the broker's error codes its HTTP
+ * status (the daemon's side) and exit code (the client's): here, because
+ * every command loads this module anyway.
  *
  * @module
  */
+
+import type { ErrorCode } from "./broker/protocol.ts";
 
 /** Exit codes for sherlock's own failures (see the README's table). */
 export const ExitCode = {
@@ -27,10 +32,49 @@ export const ExitCode = {
   NotExecutable: 126,
   /** The agent's executable was not found. */
   NotFound: 127,
+  /** Ctrl-C at a prompt: as if SIGINT (2) had ended sherlock, 128+2. */
+  Interrupted: 130,
 } as const;
 
 /** One of the values of {@linkcode ExitCode}. */
 export type ExitCodeValue = typeof ExitCode[keyof typeof ExitCode];
+
+/** What an {@linkcode ErrorCode} means on each side. */
+export interface ErrorCodeMeaning {
+  /** The daemon's HTTP status for it. */
+  status: number;
+  /** sherlock's exit code for it; `Software` for a client's bug. */
+  exitCode: ExitCodeValue;
+}
+
+/** Every error code of the protocol, with its status and exit code. */
+export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeMeaning>> = {
+  bad_request: { status: 400, exitCode: ExitCode.Usage },
+  too_large: { status: 413, exitCode: ExitCode.Software },
+  not_found: { status: 404, exitCode: ExitCode.Software },
+  method_not_allowed: { status: 405, exitCode: ExitCode.Software },
+  timeout: { status: 408, exitCode: ExitCode.Software },
+  not_logged_in: { status: 401, exitCode: ExitCode.NoPermission },
+  no_store: { status: 404, exitCode: ExitCode.NoPermission },
+  wrong_passphrase: { status: 401, exitCode: ExitCode.NoPermission },
+  store_exists: { status: 409, exitCode: ExitCode.Usage },
+  store_unusable: { status: 409, exitCode: ExitCode.Config },
+  store_write_failed: { status: 500, exitCode: ExitCode.CantCreate },
+  unknown_service: { status: 404, exitCode: ExitCode.Config },
+  invalid_service: { status: 422, exitCode: ExitCode.Config },
+  no_secret: { status: 404, exitCode: ExitCode.NoPermission },
+  helper_failed: { status: 502, exitCode: ExitCode.Unavailable },
+  internal: { status: 500, exitCode: ExitCode.Software },
+};
+
+/** The meaning of a code from the wire, if this sherlock knows it. */
+export function errorCodeMeaning(
+  code: string | undefined,
+): ErrorCodeMeaning | undefined {
+  return code !== undefined && Object.hasOwn(ERROR_CODES, code)
+    ? ERROR_CODES[code as ErrorCode]
+    : undefined;
+}
 
 /** A failure of sherlock itself, with the exit code it maps to. */
 export class SherlockError extends Error {
@@ -90,6 +134,28 @@ export class NoPermissionError extends SherlockError {
   }
 }
 
+/**
+ * Nothing accepted a connection on the broker's socket (no daemon, or a
+ * stale socket): unlike a daemon that accepted and then failed, starting
+ * one may help. Exit 69.
+ */
+export class BrokerNotRunningError extends UnavailableError {
+  /** Creates the error. */
+  constructor(message: string) {
+    super(message);
+    this.name = "BrokerNotRunningError";
+  }
+}
+
+/** The operator is not logged in to the broker (exit 77). */
+export class NotLoggedInError extends NoPermissionError {
+  /** Creates the error. */
+  constructor(message: string) {
+    super(message);
+    this.name = "NotLoggedInError";
+  }
+}
+
 /** The agent's executable was not found (exit 127). */
 export class ExecutableNotFoundError extends SherlockError {
   /** Creates a not-found error. */
@@ -105,6 +171,34 @@ export class NotExecutableError extends SherlockError {
   constructor(message: string) {
     super(message, ExitCode.NotExecutable);
     this.name = "NotExecutableError";
+  }
+}
+
+/**
+ * The error of the class that exits with `exitCode` (a plain
+ * {@linkcode SherlockError} for a code without a class of its own).
+ */
+export function errorWithExitCode(
+  message: string,
+  exitCode: ExitCodeValue,
+): SherlockError {
+  switch (exitCode) {
+    case ExitCode.Usage:
+      return new UsageError(message);
+    case ExitCode.Config:
+      return new ConfigError(message);
+    case ExitCode.CantCreate:
+      return new CantCreateError(message);
+    case ExitCode.Unavailable:
+      return new UnavailableError(message);
+    case ExitCode.NoPermission:
+      return new NoPermissionError(message);
+    case ExitCode.NotFound:
+      return new ExecutableNotFoundError(message);
+    case ExitCode.NotExecutable:
+      return new NotExecutableError(message);
+    default:
+      return new SherlockError(message, exitCode);
   }
 }
 

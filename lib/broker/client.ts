@@ -1,8 +1,9 @@
 /**
- * The broker client, on the launch path: make sure the daemon is up (start
- * it in the background when the socket does not answer), ask who is logged
- * in, and fetch every service's token in parallel. It never imports daemon
- * code: the daemon is another process of the same binary.
+ * The broker client: one typed function per route of the daemon's API
+ * (`protocol.ts`), each with its own timeout, and the start of the daemon
+ * when its socket does not answer. Commands call these, never a raw path.
+ * It never imports daemon code: the daemon is another process of the same
+ * binary.
  *
  * @module
  */
@@ -10,23 +11,34 @@
 import { socketPathProblem } from "./socket_path.ts";
 import { dirname, join } from "../runtime/path.ts";
 import {
-  CantCreateError,
-  ConfigError,
-  NoPermissionError,
+  BrokerNotRunningError,
+  errorCodeMeaning,
+  errorWithExitCode,
+  ExitCode,
+  NotLoggedInError,
   SherlockError,
   UnavailableError,
-  UsageError,
 } from "../errors.ts";
 import { ensurePrivateDir } from "../private_files.ts";
 import { selfCommand } from "../self_command.ts";
 import type {
   ErrorBody,
   Health,
+  LoginAnswer,
+  LoginRequest,
+  SecretList,
+  SecretRemoved,
+  TokenRequest,
+  TokenResponse,
   TokensRequest,
   TokensResponse,
   Whoami,
 } from "./protocol.ts";
 import { SocketError, unixHttpRequest } from "../runtime/unix_http.ts";
+
+// Defined with the others in errors.ts; here too for the callers that load
+// the client lazily (the launch path) and catch these.
+export { BrokerNotRunningError, NotLoggedInError } from "../errors.ts";
 
 /** How long a start of the daemon may take before sherlock gives up. */
 export const START_TIMEOUT_MS = 10_000;
@@ -38,7 +50,7 @@ const QUICK_TIMEOUT_MS = 5_000;
  * How long a login may take: the key derivation is slow on purpose (about
  * a second on its own, more on a busy machine or with several at once).
  */
-export const LOGIN_TIMEOUT_MS = 120_000;
+const LOGIN_TIMEOUT_MS = 120_000;
 
 /**
  * How long a token request may take: the daemon bounds each helper by its
@@ -47,13 +59,13 @@ export const LOGIN_TIMEOUT_MS = 120_000;
 const TOKEN_TIMEOUT_MS = 600_000;
 
 /** Sends one request to the daemon and returns the parsed answer. */
-export async function callBroker<T>(
+async function callBroker<T>(
   options: {
     socket: string;
     method: string;
     path: string;
     body?: unknown;
-    timeoutMs?: number;
+    timeoutMs: number;
   },
 ): Promise<T> {
   let response;
@@ -63,7 +75,7 @@ export async function callBroker<T>(
       method: options.method,
       path: options.path,
       body: options.body,
-      timeoutMs: options.timeoutMs ?? QUICK_TIMEOUT_MS,
+      timeoutMs: options.timeoutMs,
     });
   } catch (error) {
     if (error instanceof SocketError) {
@@ -81,7 +93,10 @@ export async function callBroker<T>(
   throw brokerError(response.status, response.body);
 }
 
-/** The daemon's health, or undefined when nothing answers on the socket. */
+/**
+ * `GET /v1/health`: the daemon's health, or undefined when nothing answers
+ * on the socket.
+ */
 export async function brokerHealth(
   socket: string,
 ): Promise<Health | undefined> {
@@ -195,31 +210,112 @@ function lastLine(path: string): string | undefined {
   }
 }
 
-/** Who is logged in. */
+/** `GET /v1/whoami`: who is logged in. */
 export function whoami(socket: string): Promise<Whoami> {
-  return callBroker<Whoami>({ socket, method: "GET", path: "/v1/whoami" });
+  return callBroker<Whoami>({
+    socket,
+    method: "GET",
+    path: "/v1/whoami",
+    timeoutMs: QUICK_TIMEOUT_MS,
+  });
 }
 
 /**
- * Nothing accepted a connection on the socket (no daemon, or a stale
- * socket): unlike a daemon that accepted and then failed, starting one may
- * help. Exit 69.
+ * `POST /v1/login`: unlocks the store, or creates it with `create`. Slow
+ * on purpose (see {@linkcode LOGIN_TIMEOUT_MS}).
  */
-export class BrokerNotRunningError extends UnavailableError {
-  /** Creates the error. */
-  constructor(message: string) {
-    super(message);
-    this.name = "BrokerNotRunningError";
-  }
+export function login(
+  socket: string,
+  request: LoginRequest,
+): Promise<LoginAnswer> {
+  return callBroker<LoginAnswer>({
+    socket,
+    method: "POST",
+    path: "/v1/login",
+    body: request,
+    timeoutMs: LOGIN_TIMEOUT_MS,
+  });
 }
 
-/** The operator is not logged in to the broker (exit 77). */
-export class NotLoggedInError extends NoPermissionError {
-  /** Creates the error. */
-  constructor(message: string) {
-    super(message);
-    this.name = "NotLoggedInError";
-  }
+/** `POST /v1/logout`: locks the store and drops every cached token. */
+export function logout(socket: string): Promise<Whoami> {
+  return callBroker<Whoami>({
+    socket,
+    method: "POST",
+    path: "/v1/logout",
+    timeoutMs: QUICK_TIMEOUT_MS,
+  });
+}
+
+/** `POST /v1/token`: one service's token (the shim's request). */
+export function fetchToken(
+  socket: string,
+  request: TokenRequest,
+): Promise<TokenResponse> {
+  return callBroker<TokenResponse>({
+    socket,
+    method: "POST",
+    path: "/v1/token",
+    body: request,
+    timeoutMs: TOKEN_TIMEOUT_MS,
+  });
+}
+
+/** `GET /v1/secrets`: the stored secrets' names and dates, never values. */
+export function listSecrets(socket: string): Promise<SecretList> {
+  return callBroker<SecretList>({
+    socket,
+    method: "GET",
+    path: "/v1/secrets",
+    timeoutMs: QUICK_TIMEOUT_MS,
+  });
+}
+
+/** `PUT /v1/secrets/<name>`: stores (or replaces) the secret of `name`. */
+export async function setSecret(
+  options: { socket: string; name: string; value: string },
+): Promise<void> {
+  await callBroker({
+    socket: options.socket,
+    method: "PUT",
+    path: secretPath(options.name),
+    body: { value: options.value },
+    timeoutMs: QUICK_TIMEOUT_MS,
+  });
+}
+
+/**
+ * `DELETE /v1/secrets/<name>`: true when the secret of `name` was removed,
+ * false when there was none.
+ */
+export async function removeSecret(
+  socket: string,
+  name: string,
+): Promise<boolean> {
+  const { removed } = await callBroker<SecretRemoved>({
+    socket,
+    method: "DELETE",
+    path: secretPath(name),
+    timeoutMs: QUICK_TIMEOUT_MS,
+  });
+  return removed;
+}
+
+/**
+ * `POST /v1/shutdown`: the daemon stops listening at once, and exits when
+ * its open requests are done.
+ */
+export async function shutdownBroker(socket: string): Promise<void> {
+  await callBroker({
+    socket,
+    method: "POST",
+    path: "/v1/shutdown",
+    timeoutMs: QUICK_TIMEOUT_MS,
+  });
+}
+
+function secretPath(name: string): string {
+  return `/v1/secrets/${encodeURIComponent(name)}`;
 }
 
 /**
@@ -268,35 +364,26 @@ export async function fetchTokens(
   }
   for (const service of options.services) {
     if (!tokens.has(service)) {
-      throw new SherlockError(`broker: no answer for service ${service}`, 70);
+      throw new SherlockError(
+        `broker: no answer for service ${service}`,
+        ExitCode.Software,
+      );
     }
   }
   return tokens;
 }
 
 /** Maps a daemon's error answer to the sherlock error with the right exit code. */
-export function brokerError(status: number, body: unknown): SherlockError {
+function brokerError(status: number, body: unknown): SherlockError {
   const error = (body as ErrorBody | undefined)?.error;
   const message = error?.message ?? `the broker answered HTTP ${status}`;
-  switch (error?.code) {
-    case "not_logged_in":
-      return new NotLoggedInError(`${message}; run "sherlock login"`);
-    case "wrong_passphrase":
-    case "no_secret":
-    case "no_store":
-      return new NoPermissionError(message);
-    case "store_write_failed":
-      return new CantCreateError(message);
-    case "helper_failed":
-      return new UnavailableError(message);
-    case "unknown_service":
-    case "invalid_service":
-    case "store_unusable":
-      return new ConfigError(message);
-    case "store_exists":
-    case "bad_request":
-      return new UsageError(message);
-    default:
-      return new SherlockError(`broker: ${message}`, 70);
+  if (error?.code === "not_logged_in") {
+    return new NotLoggedInError(`${message}; run "sherlock login"`);
   }
+  const exitCode = errorCodeMeaning(error?.code)?.exitCode ??
+    ExitCode.Software;
+  // Software: the request was wrong or the daemon failed, not the operator.
+  return exitCode === ExitCode.Software
+    ? new SherlockError(`broker: ${message}`, exitCode)
+    : errorWithExitCode(message, exitCode);
 }

@@ -142,7 +142,10 @@ export interface SecretRemoved {
   removed: boolean;
 }
 
-/** Why a request failed, as a machine-readable code. */
+/**
+ * Why a request failed, as a machine-readable code; each one's HTTP status
+ * and exit code are in `ERROR_CODES` (lib/errors.ts).
+ */
 export type ErrorCode =
   | "bad_request"
   | "too_large"

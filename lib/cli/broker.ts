@@ -6,9 +6,13 @@
  */
 
 import { importLazily } from "../runtime/lazy_import.ts";
-import { brokerHealth, callBroker, ensureBroker } from "../broker/client.ts";
-import { readAudit } from "../broker/daemon/audit_log.ts";
-import type { Whoami } from "../broker/protocol.ts";
+import {
+  brokerHealth,
+  ensureBroker,
+  shutdownBroker,
+  whoami,
+} from "../broker/client.ts";
+import { readAudit } from "../broker/audit_entries.ts";
 import {
   errorMessage,
   ExitCode,
@@ -19,6 +23,7 @@ import { ensurePrivateDir } from "../private_files.ts";
 import { loadSettings } from "../config/settings.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
 import { commandContext } from "./context.ts";
+import { describeLogin } from "./login_text.ts";
 import { columns, printLine } from "./output.ts";
 
 /** How long `broker stop` waits for the daemon to stop answering. */
@@ -108,7 +113,7 @@ async function stop(args: readonly string[]): Promise<number> {
     printLine("broker is not running");
     return 0;
   }
-  await callBroker({ socket, method: "POST", path: "/v1/shutdown" });
+  await shutdownBroker(socket);
   // It stops listening at once, and exits when its open requests are done.
   const deadline = Date.now() + STOP_TIMEOUT_MS;
   while ((await brokerHealth(socket))?.pid === health.pid) {
@@ -134,11 +139,7 @@ async function status(args: readonly string[]): Promise<number> {
     printLine(`broker is not running (socket ${socket})`);
     return ExitCode.Unavailable;
   }
-  const who = await callBroker<Whoami>({
-    socket,
-    method: "GET",
-    path: "/v1/whoami",
-  });
+  const who = await whoami(socket);
   const rows = [
     ["broker", `running, pid ${health.pid}, sherlock ${health.version}`],
     ["since", health.started],
@@ -158,12 +159,12 @@ function log(args: readonly string[]): number {
     count = Number(args[1]);
   }
   const { paths } = commandContext();
-  return printAudit(paths.stateDir, count);
+  return printAudit(paths.auditLog, count);
 }
 
-function printAudit(stateDir: string, count: number): number {
+function printAudit(auditLog: string, count: number): number {
   // The audit log is a plain file; reading it needs no daemon.
-  const entries = readAudit(stateDir, count);
+  const entries = readAudit(auditLog, count);
   if (entries.length === 0) {
     printLine("the audit log is empty");
     return 0;
@@ -192,15 +193,4 @@ function printAudit(stateDir: string, count: number): number {
   }
   for (const line of columns(rows)) printLine(line);
   return 0;
-}
-
-/** One line describing a login, as `whoami` and `broker status` print it. */
-export function describeLogin(who: Whoami): string {
-  if (!who.loggedIn) {
-    return who.storeExists
-      ? `not logged in (${who.provider} store locked; run "sherlock login")`
-      : `not logged in (no ${who.provider} store yet; "sherlock login" creates it)`;
-  }
-  const locks = who.locksAt ? `, locks when idle at ${who.locksAt}` : "";
-  return `${who.user} via the ${who.provider} provider, since ${who.since}${locks}`;
 }

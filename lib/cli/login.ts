@@ -12,15 +12,14 @@
 
 import {
   brokerHealth,
-  callBroker,
   ensureBroker,
-  LOGIN_TIMEOUT_MS,
+  login,
+  logout,
   whoami,
 } from "../broker/client.ts";
-import type { LoginAnswer, Whoami } from "../broker/protocol.ts";
 import { ExitCode, UsageError } from "../errors.ts";
 import { describeFsError } from "../private_files.ts";
-import { describeLogin } from "./broker.ts";
+import { describeLogin } from "./login_text.ts";
 import { commandContext } from "./context.ts";
 import { printLine } from "./output.ts";
 import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
@@ -56,13 +55,7 @@ export async function loginCommand(args: readonly string[]): Promise<number> {
       `the passphrase is too short: a new store needs at least ${MIN_PASSPHRASE_LENGTH} characters`,
     );
   }
-  const after = await callBroker<LoginAnswer>({
-    socket,
-    method: "POST",
-    path: "/v1/login",
-    body: { passphrase, create },
-    timeoutMs: LOGIN_TIMEOUT_MS,
-  });
+  const after = await login(socket, { passphrase, create });
   printLine(
     `${after.created ? "created the store; " : ""}logged in: ${
       describeLogin(after)
@@ -76,7 +69,7 @@ export async function logoutCommand(args: readonly string[]): Promise<number> {
   if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
   const socket = await runningBrokerSocket();
   if (socket === undefined) return 0;
-  await callBroker<Whoami>({ socket, method: "POST", path: "/v1/logout" });
+  await logout(socket);
   printLine("logged out: the store is locked and cached tokens are dropped");
   return 0;
 }

@@ -34,7 +34,7 @@ async function dispatch(args: readonly string[]): Promise<number> {
       new URL("./help.ts", import.meta.url),
     );
     Deno.stderr.writeSync(new TextEncoder().encode(mainHelp() + "\n"));
-    return 2;
+    return ExitCode.Usage;
   }
   if (isHelpFlag(first)) return await runCommand("help", []);
   if (first === "--version" || first === "-V") {

@@ -7,8 +7,13 @@
  * @module
  */
 
-import { callBroker, ensureBroker, whoami } from "../broker/client.ts";
-import type { SecretList, SecretRemoved } from "../broker/protocol.ts";
+import {
+  ensureBroker,
+  listSecrets,
+  removeSecret,
+  setSecret,
+  whoami,
+} from "../broker/client.ts";
 import { NoPermissionError, UsageError } from "../errors.ts";
 import { NAME_PATTERN } from "../config/names.ts";
 import { commandContext } from "./context.ts";
@@ -20,12 +25,7 @@ export async function secretCommand(args: readonly string[]): Promise<number> {
   const [action, ...rest] = args;
   if (action === "ls") {
     if (rest.length > 0) throw new UsageError("usage: sherlock secret ls");
-    const socket = await brokerSocket();
-    const { secrets } = await callBroker<SecretList>({
-      socket,
-      method: "GET",
-      path: "/v1/secrets",
-    });
+    const { secrets } = await listSecrets(await brokerSocket());
     if (secrets.length === 0) {
       printLine("no secrets stored");
       return 0;
@@ -55,13 +55,8 @@ export async function secretCommand(args: readonly string[]): Promise<number> {
       `"${name}" is not a service name (lowercase letters, digits, '-', '_')`,
     );
   }
-  const path = `/v1/secrets/${encodeURIComponent(name)}`;
   if (action === "rm") {
-    const { removed } = await callBroker<SecretRemoved>({
-      socket: await brokerSocket(),
-      method: "DELETE",
-      path,
-    });
+    const removed = await removeSecret(await brokerSocket(), name);
     printLine(
       removed
         ? `removed the secret of ${name}`
@@ -89,7 +84,7 @@ export async function secretCommand(args: readonly string[]): Promise<number> {
   if (value === "") {
     throw new UsageError("the secret is empty; nothing was stored");
   }
-  await callBroker({ socket, method: "PUT", path, body: { value } });
+  await setSecret({ socket, name, value });
   printLine(`stored the secret of ${name}`);
   return 0;
 }

@@ -1,125 +1,28 @@
 /**
- * `sherlock shim`: the token shim. With token delivery `shim`, a rendered
- * stdio entry runs
+ * `sherlock shim`: the token shim's command line. With token delivery
+ * `shim`, a rendered stdio entry runs
  *
  *     sherlock shim --socket <path> --session <id> --agent <name>
  *                   --token-env <VAR> [--token-format <fmt>] <service>
  *                   -- <server command…>
  *
- * instead of the server. The shim asks the broker for the service's token
- * when the server starts, then runs the real server with the token added to
- * its environment, stdin/stdout/stderr passed through, its exit code passed
- * back and signals forwarded. Nothing secret is ever written, and a server
- * that the agent restarts gets a fresh token.
- *
- * Everything the shim needs is in its argv, because some agents (Codex)
- * pass only a short whitelist of environment variables to servers.
+ * instead of the server; `lib/launch/shim.ts` runs it. Everything the shim
+ * needs is in its argv, because some agents (Codex) pass only a short
+ * whitelist of environment variables to servers.
  *
  * @module
  */
 
-import { callBroker } from "../broker/client.ts";
-import type { TokenRequest, TokenResponse } from "../broker/protocol.ts";
-import {
-  ExecutableNotFoundError,
-  NotExecutableError,
-  UsageError,
-} from "../errors.ts";
-import {
-  exitCodeOf,
-  FORWARDED_SIGNALS,
-  IGNORED_SIGNALS,
-} from "../launch/spawn.ts";
-
-/** The parsed argv of a shim. */
-export interface ShimArguments {
-  /** The broker's socket. */
-  socket: string;
-  /** The session that started the agent. */
-  session: string;
-  /** The agent of that session. */
-  agent: string;
-  /** The variable the server reads its token from. */
-  tokenEnv: string;
-  /** How the token is written into that variable. */
-  tokenFormat: string;
-  /** The service's name. */
-  service: string;
-  /** The real server's argv. */
-  command: string[];
-}
+import { UsageError } from "../errors.ts";
+import { runShim, type ShimOptions } from "../launch/shim.ts";
 
 /** Runs the shim; returns the server's exit code. */
 export async function shimCommand(args: readonly string[]): Promise<number> {
-  const shim = parseShimArguments(args);
-  const answer = await callBroker<TokenResponse>({
-    socket: shim.socket,
-    method: "POST",
-    path: "/v1/token",
-    body: {
-      service: shim.service,
-      session: shim.session,
-      agent: shim.agent,
-    } satisfies TokenRequest,
-    timeoutMs: 600_000,
-  });
-  const [program, ...programArgs] = shim.command;
-  // Caught from before the server exists, so that a signal that arrives
-  // while it starts still reaches it instead of ending the shim alone.
-  let child: Deno.ChildProcess | undefined;
-  const pending: Deno.Signal[] = [];
-  const forward = (signal: Deno.Signal) => {
-    try {
-      child?.kill(signal);
-    } catch {
-      // Already gone.
-    }
-  };
-  const handlers: [Deno.Signal, () => void][] = [];
-  if (Deno.build.os !== "windows") {
-    for (const signal of [...FORWARDED_SIGNALS, ...IGNORED_SIGNALS]) {
-      const handler = () => child ? forward(signal) : pending.push(signal);
-      Deno.addSignalListener(signal, handler);
-      handlers.push([signal, handler]);
-    }
-  }
-  try {
-    // stdin and stdout are the MCP channel: pass them straight through.
-    try {
-      child = new Deno.Command(program, {
-        args: programArgs,
-        env: {
-          // A function, so that `$&` or `$$` in a token is not a pattern.
-          [shim.tokenEnv]: shim.tokenFormat.replaceAll(
-            "{token}",
-            () => answer.token,
-          ),
-        },
-        stdin: "inherit",
-        stdout: "inherit",
-        stderr: "inherit",
-      }).spawn();
-    } catch (error) {
-      const what = `the server of service ${shim.service} (${program})`;
-      if (error instanceof Deno.errors.NotFound) {
-        throw new ExecutableNotFoundError(`${what} was not found on PATH`);
-      }
-      if (error instanceof Deno.errors.PermissionDenied) {
-        throw new NotExecutableError(`${what} is not executable`);
-      }
-      throw error;
-    }
-    for (const signal of pending) forward(signal);
-    return exitCodeOf(await child.status);
-  } finally {
-    for (const [signal, handler] of handlers) {
-      Deno.removeSignalListener(signal, handler);
-    }
-  }
+  return await runShim(parseShimArguments(args));
 }
 
 /** Parses the shim's argv. Throws {@linkcode UsageError}. */
-export function parseShimArguments(args: readonly string[]): ShimArguments {
+export function parseShimArguments(args: readonly string[]): ShimOptions {
   const separator = args.indexOf("--");
   if (separator === -1 || separator === args.length - 1) {
     throw new UsageError(

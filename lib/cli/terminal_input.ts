@@ -7,7 +7,7 @@
  */
 
 import { concatBytes } from "../runtime/bytes.ts";
-import { SherlockError, UsageError } from "../errors.ts";
+import { ExitCode, SherlockError, UsageError } from "../errors.ts";
 
 /** The most bytes read from stdin for a secret. */
 const MAX_INPUT_BYTES = 64 * 1024;
@@ -19,7 +19,7 @@ const MAX_INPUT_BYTES = 64 * 1024;
 export class InterruptedError extends SherlockError {
   /** Creates the error. */
   constructor() {
-    super("interrupted; nothing was sent", 130);
+    super("interrupted; nothing was sent", ExitCode.Interrupted);
     this.name = "InterruptedError";
   }
 }

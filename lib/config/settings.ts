@@ -1,15 +1,14 @@
 /**
  * Reads `config.toml`, sherlock's own settings; a missing file means every
- * default. A malformed file is an error (exit 78): settings are never
- * guessed.
+ * default. A malformed or unreadable file is an error (exit 78): settings
+ * are never guessed.
  *
  * @module
  */
 
 import { importLazily } from "../runtime/lazy_import.ts";
-import { readTomlFile } from "./toml_files.ts";
+import { readOperatorFile, readTomlFile } from "./toml_files.ts";
 import type { SherlockPaths } from "./sherlock_paths.ts";
-import { readTextIfPresent } from "../private_files.ts";
 import type { Settings } from "./settings_schema.ts";
 import type { ValidationCache } from "./validation_cache.ts";
 
@@ -22,11 +21,15 @@ export const DEFAULT_SETTINGS: Settings = {
   render: { tokens: "inline" },
 };
 
-/** Loads config.toml. Throws `InvalidFileError` when it is malformed. */
+/**
+ * Loads config.toml. Throws `InvalidFileError` when it is malformed or
+ * cannot be read (a folder, a dangling symlink, no permission), as for a
+ * profile.
+ */
 export async function loadSettings(
   sources: { paths: SherlockPaths; cache: ValidationCache },
 ): Promise<Settings> {
-  const text = readTextIfPresent(sources.paths.configFile);
+  const text = readOperatorFile(sources.paths.configFile);
   if (text === undefined) return DEFAULT_SETTINGS;
   return await readTomlFile({
     kind: "settings",

@@ -6,11 +6,7 @@
  */
 
 import { formatProblem } from "../config/toml_files.ts";
-import {
-  ConfigError,
-  ExecutableNotFoundError,
-  NotExecutableError,
-} from "../errors.ts";
+import { ConfigError } from "../errors.ts";
 import type { Env, SherlockPaths } from "../config/sherlock_paths.ts";
 import { type LoadedProfile, loadProfile } from "../profiles/loader.ts";
 import {
@@ -37,7 +33,7 @@ import { ValidationCache } from "../config/validation_cache.ts";
 import { findExecutable, requireExecutable } from "./executable.ts";
 import { buildArgs, buildEnv, configFilePath } from "./plan.ts";
 import { fetchSessionTokens, planTokens } from "./session_tokens.ts";
-import { signalNumber, SignalRelay } from "./spawn.ts";
+import { signalNumber, SignalRelay, spawnError } from "./spawn.ts";
 
 /** What `sherlock run` asks for. */
 export interface SessionOptions {
@@ -215,7 +211,12 @@ export async function runSession(
     const exitCode = await relay.spawn({ path: executable, args, env });
     return { kind: "exited", exitCode };
   } catch (error) {
-    throw spawnError(error, executable, options.agent);
+    throw spawnError(error, {
+      notFound:
+        `${executable} (agent ${options.agent}) could not be started: not found; install the agent`,
+      notExecutable:
+        `${executable} (agent ${options.agent}) could not be started: permission denied; check its mode and interpreter`,
+    });
   } finally {
     // Clean up while signals are still caught: once the relay is closed, a
     // SIGTERM or SIGHUP would end sherlock before the files are removed.
@@ -224,22 +225,4 @@ export async function runSession(
     }
     relay.close();
   }
-}
-
-function spawnError(
-  error: unknown,
-  executable: string,
-  agent: string,
-): unknown {
-  if (error instanceof Deno.errors.NotFound) {
-    return new ExecutableNotFoundError(
-      `${executable} (agent ${agent}) could not be started: not found; install the agent`,
-    );
-  }
-  if (error instanceof Deno.errors.PermissionDenied) {
-    return new NotExecutableError(
-      `${executable} (agent ${agent}) could not be started: permission denied; check its mode and interpreter`,
-    );
-  }
-  return error;
 }

@@ -1,7 +1,9 @@
 /**
- * Starting the agent as a child with the terminal, and relaying signals.
+ * Starting a child (the agent, or the shim's server) with inherited stdio,
+ * and relaying signals to it.
  *
- * Deno cannot exec, so sherlock stays as the agent's parent. The rules:
+ * Deno cannot exec, so sherlock stays as the agent's parent. The agent's
+ * rules ({@linkcode AGENT_RELAY}):
  * - SIGTERM and SIGHUP sent to sherlock are forwarded to the agent and to
  *   the processes it started in its process group.
  * - SIGINT and SIGQUIT are ignored by sherlock while the agent runs: the
@@ -12,6 +14,7 @@
  * @module
  */
 
+import { ExecutableNotFoundError, NotExecutableError } from "../errors.ts";
 import { descendantsInGroup } from "./process_tree.ts";
 
 /**
@@ -32,61 +35,94 @@ export const FORWARDED_SIGNALS: readonly Deno.Signal[] = ["SIGTERM", "SIGHUP"];
 /** The signals sherlock ignores while the agent runs. */
 export const IGNORED_SIGNALS: readonly Deno.Signal[] = ["SIGINT", "SIGQUIT"];
 
-/** How the agent is started. */
+/** How a {@linkcode SignalRelay} treats the signals it catches. */
+export interface RelayRules {
+  /**
+   * The signals passed on to the child while it runs; the others of
+   * {@linkcode FORWARDED_SIGNALS} and {@linkcode IGNORED_SIGNALS} are
+   * caught and ignored.
+   */
+  forwarded: readonly Deno.Signal[];
+  /** Also signal the processes the child started in its process group. */
+  toGroup: boolean;
+  /**
+   * A signal that arrives before the child starts: `keep` it in
+   * {@linkcode SignalRelay.pending} (the caller exits 128+N instead of
+   * starting the child), or `deliver` it to the child once it runs.
+   */
+  early: "keep" | "deliver";
+}
+
+/** The agent's rules: see the module's documentation. */
+export const AGENT_RELAY: RelayRules = {
+  forwarded: FORWARDED_SIGNALS,
+  toGroup: true,
+  early: "keep",
+};
+
+/** How the child is started. */
 export interface SpawnOptions {
-  /** The executable's resolved path. */
+  /** The executable: a path, or a name Deno looks up on PATH. */
   path: string;
   /** The arguments after it. */
   args: string[];
-  /** The agent's whole environment (nothing else is inherited). */
+  /** The child's whole environment (nothing else is inherited)… */
   env: Record<string, string>;
+  /** …unless this is true: then `env` is added to sherlock's own. */
+  inheritEnv?: boolean;
 }
 
 /**
- * Catches signals from before the agent exists (while its files are being
- * written) until it has exited, so that sherlock always gets to clean up.
- * A signal that arrives before the agent starts is kept in
- * {@linkcode SignalRelay.pending}: the caller then cleans up and exits
- * 128+N instead of starting the agent. Create it, then
+ * Catches signals from before the child exists (while the agent's files
+ * are written, or the server's token fetched) until it has exited, so that
+ * sherlock always gets to clean up, and relays them by its
+ * {@linkcode RelayRules} (default {@linkcode AGENT_RELAY}). Create it, then
  * {@linkcode SignalRelay.spawn}, then {@linkcode SignalRelay.close}.
  */
 export class SignalRelay {
-  #pending: Deno.Signal | undefined;
+  #rules: RelayRules;
+  #early: Deno.Signal[] = [];
   #child: Deno.ChildProcess | undefined;
   #handlers = new Map<Deno.Signal, () => void>();
 
   /** Starts catching signals. */
-  constructor() {
+  constructor(rules: RelayRules = AGENT_RELAY) {
+    this.#rules = rules;
     if (Deno.build.os === "windows") return;
     for (const signal of [...FORWARDED_SIGNALS, ...IGNORED_SIGNALS]) {
-      const forwarded = FORWARDED_SIGNALS.includes(signal);
+      const forwarded = rules.forwarded.includes(signal);
       this.#listen(signal, () => {
-        if (!this.#child) this.#pending ??= signal;
+        if (!this.#child) this.#early.push(signal);
         else if (forwarded) this.#forward(signal);
       });
     }
   }
 
-  /** The signal that arrived before the agent started, if any. */
+  /** The first signal that arrived before the child started, if any. */
   get pending(): Deno.Signal | undefined {
-    return this.#pending;
+    return this.#early[0];
   }
 
   /**
-   * Starts the agent with inherited stdio and waits for it. Returns the
+   * Starts the child with inherited stdio and waits for it. Returns the
    * exit code sherlock should exit with. Spawn failures (not found, not
-   * executable) are thrown as Deno's errors.
+   * executable) are thrown as Deno's errors (see {@linkcode spawnError}).
    */
   async spawn(options: SpawnOptions): Promise<number> {
     const child = new Deno.Command(options.path, {
       args: options.args,
       env: options.env,
-      clearEnv: true,
+      clearEnv: !options.inheritEnv,
       stdin: "inherit",
       stdout: "inherit",
       stderr: "inherit",
     }).spawn();
     this.#child = child;
+    if (this.#rules.early === "deliver") {
+      for (const signal of this.#early) {
+        if (this.#rules.forwarded.includes(signal)) this.#forward(signal);
+      }
+    }
     const status = await child.status;
     return exitCodeOf(status);
   }
@@ -109,7 +145,9 @@ export class SignalRelay {
     if (child === undefined) return;
     // As a shell signalling the job: the agent and what it started in its
     // process group (see process_tree.ts for why).
-    const descendants = descendantsInGroup(child.pid);
+    const descendants = this.#rules.toGroup
+      ? descendantsInGroup(child.pid)
+      : [];
     try {
       child.kill(signal);
     } catch {
@@ -138,4 +176,22 @@ export function exitCodeOf(status: Deno.CommandStatus): number {
 /** The number of a signal, for `128+N` exit codes before the agent ran. */
 export function signalNumber(signal: Deno.Signal): number {
   return SIGNAL_NUMBERS[signal] ?? 0;
+}
+
+/**
+ * The sherlock error for a child that could not be started: not found
+ * (exit 127) or not executable (126), each with the caller's message; any
+ * other error is returned as it is.
+ */
+export function spawnError(
+  error: unknown,
+  messages: { notFound: string; notExecutable: string },
+): unknown {
+  if (error instanceof Deno.errors.NotFound) {
+    return new ExecutableNotFoundError(messages.notFound);
+  }
+  if (error instanceof Deno.errors.PermissionDenied) {
+    return new NotExecutableError(messages.notExecutable);
+  }
+  return error;
 }

@@ -374,6 +374,35 @@ Deno.test("a dangling symlink in agents.d or services.d is reported and skipped"
   );
 });
 
+Deno.test("an unreadable config.toml: exit 78 naming it, like a profile; no agent", async () => {
+  await using home = await createTestHome();
+  addFakeAgent(home, { name: "fake" });
+  const config = join(home.configHome, "sherlock", "config.toml");
+  // A folder at its path: unreadable even to root, who reads any mode.
+  Deno.mkdirSync(config, { recursive: true });
+  using agent = new AgentRun(home.scratch);
+  const folder = await runSherlock(["fake"], {
+    env: { ...home.env, ...agent.env },
+  });
+  assert.equal(folder.code, 78);
+  assert.deepEqual(lines(folder.stderr), [
+    `sherlock: ${config}: cannot read it: it is a folder`,
+  ]);
+  assert.equal(agent.hasStarted, false);
+
+  // A dangling symlink is not a missing file either.
+  Deno.removeSync(config);
+  Deno.symlinkSync(join(home.root, "nowhere.toml"), config);
+  const dangling = await runSherlock(["fake"], {
+    env: { ...home.env, ...agent.env },
+  });
+  assert.equal(dangling.code, 78);
+  assert.deepEqual(lines(dangling.stderr), [
+    `sherlock: ${config}: cannot read it: no such file or folder`,
+  ]);
+  assert.equal(agent.hasStarted, false);
+});
+
 Deno.test("agents looks the executable up on the PATH the agent will get", async () => {
   await using home = await createTestHome();
   const opt = join(home.root, "opt", "agent", "bin");

@@ -7,6 +7,8 @@
  * either. Modules needed only sometimes go through `importLazily`, and a
  * compiled binary includes exactly `LAZY_MODULES`: both lists must agree.
  * The commands' modules are imported by one loader, from the command table.
+ * The broker's commands (login, secret, broker, shim) load neither daemon
+ * code nor a `node:` module: they talk to the daemon over its socket.
  */
 
 import assert from "node:assert/strict";
@@ -82,6 +84,23 @@ Deno.test("the launch path (main.ts, then sherlock run) loads no node:, zod or d
     `${specifier.replace(ROOT.href, "")} (imported by ${loaded.get(specifier)})`
   );
   assert.deepEqual(unwanted, []);
+});
+
+Deno.test("login, logout, whoami, secret, broker and shim load no node: or daemon module at start-up", async () => {
+  // `broker serve` imports the daemon through importLazily, which no start-up
+  // graph follows; reading the audit log (`broker log`) needs no daemon.
+  for (const command of ["login", "secret", "broker", "shim"]) {
+    const loaded = await startupGraph(`lib/cli/${command}.ts`);
+    const unwanted = [...loaded.keys()].filter((specifier) =>
+      specifier.startsWith("node:") ||
+      specifier.includes("/lib/broker/daemon/")
+    ).map((specifier) =>
+      `${specifier.replace(ROOT.href, "")} (imported by ${
+        loaded.get(specifier)
+      })`
+    );
+    assert.deepEqual(unwanted, [], `lib/cli/${command}.ts`);
+  }
 });
 
 Deno.test("lib/ has no literal dynamic import: each goes through importLazily", () => {

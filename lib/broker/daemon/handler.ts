@@ -7,6 +7,7 @@
  */
 
 import { concatBytes } from "../../runtime/bytes.ts";
+import { ERROR_CODES } from "../../errors.ts";
 import { NAME_PATTERN } from "../../config/names.ts";
 import { VERSION } from "../../version.ts";
 import {
@@ -26,7 +27,8 @@ import {
 import { appendAudit } from "./audit_log.ts";
 import type { LoginState } from "./login_state.ts";
 import { SecretStoreError } from "./secret_store.ts";
-import { BrokerRequestError, type TokenBroker } from "./token_broker.ts";
+import { BrokerRequestError } from "./request_error.ts";
+import type { TokenBroker } from "./token_broker.ts";
 
 /** What the routes work with. */
 export interface HandlerContext {
@@ -52,8 +54,8 @@ export async function handleRequest(
   try {
     return await route(request, context);
   } catch (error) {
-    const { status, code, message } = describeError(error, context);
-    return failure(status, code, message);
+    const { code, message } = describeError(error, context);
+    return failure(code, message);
   }
 }
 
@@ -65,11 +67,17 @@ function describeError(
   if (error instanceof BrokerRequestError) {
     return { status: error.status, code: error.code, message: error.message };
   }
-  const kind = storeErrorKind(error);
-  if (kind) return { ...kind, message: (error as Error).message };
+  const code = storeErrorCode(error);
+  if (code) {
+    return {
+      status: ERROR_CODES[code].status,
+      code,
+      message: (error as Error).message,
+    };
+  }
   context.log(`internal error: ${(error as Error)?.message ?? String(error)}`);
   return {
-    status: 500,
+    status: ERROR_CODES.internal.status,
     code: "internal",
     message: "internal error; see the broker's log",
   };
@@ -86,7 +94,6 @@ async function route(
     if (!methods.includes(method)) {
       throw new BrokerRequestError({
         code: "method_not_allowed",
-        status: 405,
         message: `${method} is not allowed on ${pathname}`,
       });
     }
@@ -124,7 +131,7 @@ async function route(
       appendAudit(context.stateDir, {
         event: "login_failed",
         provider: "local",
-        reason: storeErrorKind(error)?.code ?? "internal",
+        reason: storeErrorCode(error) ?? "internal",
       });
       throw error;
     }
@@ -197,7 +204,7 @@ async function route(
     return ok({});
   }
   await discardBody(request);
-  return failure(404, "not_found", `no such endpoint: ${pathname}`);
+  return failure("not_found", `no such endpoint: ${pathname}`);
 }
 
 function unlockedStore(context: HandlerContext) {
@@ -205,7 +212,6 @@ function unlockedStore(context: HandlerContext) {
   if (store === undefined) {
     throw new BrokerRequestError({
       code: "not_logged_in",
-      status: 401,
       message: "not logged in: the broker's store is locked",
     });
   }
@@ -284,13 +290,12 @@ function requireNames(body: Record<string, unknown>, key: string): string[] {
 }
 
 function badRequest(message: string): BrokerRequestError {
-  return new BrokerRequestError({ code: "bad_request", status: 400, message });
+  return new BrokerRequestError({ code: "bad_request", message });
 }
 
 function tooLarge(): BrokerRequestError {
   return new BrokerRequestError({
     code: "too_large",
-    status: 413,
     message: `the body is larger than ${MAX_BODY_BYTES} bytes`,
   });
 }
@@ -299,37 +304,37 @@ function ok<T>(body: T): Response {
   return Response.json(body);
 }
 
-function failure(status: number, code: ErrorCode, message: string): Response {
+/** An error answer, with the code's status. */
+function failure(code: ErrorCode, message: string): Response {
   return Response.json({ error: { code, message } } satisfies ErrorBody, {
-    status,
+    status: ERROR_CODES[code].status,
   });
 }
 
 /**
- * The answer for an error of the secret store, if it is one (its messages
- * name files and reasons, never a secret or the passphrase).
+ * The protocol's code for an error of the secret store, if it is one (its
+ * messages name files and reasons, never a secret or the passphrase). The
+ * status and the client's exit code follow from the code (`ERROR_CODES`).
  */
-function storeErrorKind(
-  error: unknown,
-): { status: number; code: ErrorCode } | undefined {
+function storeErrorCode(error: unknown): ErrorCode | undefined {
   if (!(error instanceof SecretStoreError)) return undefined;
   switch (error.code) {
     case "wrong-passphrase":
-      return { status: 401, code: "wrong_passphrase" };
+      return "wrong_passphrase";
     case "not-found":
-      return { status: 404, code: "no_store" };
+      return "no_store";
     case "locked":
-      return { status: 401, code: "not_logged_in" };
+      return "not_logged_in";
     case "corrupt":
     case "newer-version":
-      return { status: 409, code: "store_unusable" };
+      return "store_unusable";
     case "exists":
-      return { status: 409, code: "store_exists" };
+      return "store_exists";
     case "invalid-name":
     case "invalid-value":
     case "invalid-passphrase":
-      return { status: 400, code: "bad_request" };
+      return "bad_request";
     case "write-failed":
-      return { status: 500, code: "store_write_failed" };
+      return "store_write_failed";
   }
 }

@@ -6,20 +6,23 @@
  * @module
  */
 
+import { ERROR_CODES } from "../../errors.ts";
 import type { ErrorCode } from "../protocol.ts";
 
 /** A request the broker refuses; `code` and `status` go into the answer. */
 export class BrokerRequestError extends Error {
   /** The error code of the answer. */
   readonly code: ErrorCode;
-  /** The HTTP status of the answer. */
-  readonly status: number;
 
   /** Creates the error; the message must be secret-free. */
-  constructor(options: { code: ErrorCode; status: number; message: string }) {
+  constructor(options: { code: ErrorCode; message: string }) {
     super(options.message);
     this.name = "BrokerRequestError";
     this.code = options.code;
-    this.status = options.status;
+  }
+
+  /** The HTTP status of the answer: the code's (`ERROR_CODES`). */
+  get status(): number {
+    return ERROR_CODES[this.code].status;
   }
 }

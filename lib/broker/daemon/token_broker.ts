@@ -61,7 +61,6 @@ export class TokenBroker {
     if (token.source === "none") {
       throw new BrokerRequestError({
         code: "bad_request",
-        status: 400,
         message: `service ${request.service} needs no token (source = "none")`,
       });
     }
@@ -111,7 +110,6 @@ export class TokenBroker {
       if (error instanceof InvalidFileError) {
         throw new BrokerRequestError({
           code: "invalid_service",
-          status: 422,
           message: error.message,
         });
       }
@@ -120,7 +118,6 @@ export class TokenBroker {
     if (service === undefined) {
       throw new BrokerRequestError({
         code: "unknown_service",
-        status: 404,
         message:
           `no service named ${name} in ${this.#options.paths.servicesDir}`,
       });
@@ -144,7 +141,6 @@ export class TokenBroker {
 function notLoggedIn(): BrokerRequestError {
   return new BrokerRequestError({
     code: "not_logged_in",
-    status: 401,
     message: "not logged in: the broker's store is locked",
   });
 }

@@ -32,7 +32,6 @@ async function helperToken(
     if (error instanceof HelperError) {
       throw new BrokerRequestError({
         code: "helper_failed",
-        status: 502,
         message: error.message,
       });
     }

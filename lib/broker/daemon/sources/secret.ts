@@ -23,7 +23,6 @@ function storedSecret(
     return Promise.reject(
       new BrokerRequestError({
         code: "no_secret",
-        status: 404,
         message:
           `no secret stored for service ${name}; run "sherlock secret set ${name}"`,
       }),

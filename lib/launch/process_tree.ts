@@ -14,6 +14,8 @@
  * @module
  */
 
+import { readProcStat } from "./proc_stat.ts";
+
 /** The pids of `root`'s descendants that share its process group, deepest last. */
 export function descendantsInGroup(root: number): number[] {
   let entries: Deno.DirEntry[];
@@ -26,11 +28,12 @@ export function descendantsInGroup(root: number): number[] {
   const groups = new Map<number, number>();
   for (const entry of entries) {
     if (!/^\d+$/.test(entry.name)) continue;
-    const stat = readStat(Number(entry.name));
+    const pid = Number(entry.name);
+    const stat = readProcStat(pid);
     if (stat === undefined) continue;
-    groups.set(stat.pid, stat.pgrp);
+    groups.set(pid, stat.pgrp);
     const siblings = children.get(stat.ppid) ?? [];
-    siblings.push(stat.pid);
+    siblings.push(pid);
     children.set(stat.ppid, siblings);
   }
   const group = groups.get(root);
@@ -43,18 +46,4 @@ export function descendantsInGroup(root: number): number[] {
     queue.push(...(children.get(pid) ?? []));
   }
   return found;
-}
-
-function readStat(
-  pid: number,
-): { pid: number; ppid: number; pgrp: number } | undefined {
-  try {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    // The command name (field 2) may hold spaces and parentheses: count
-    // from the last closing parenthesis.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return { pid, ppid: Number(fields[1]), pgrp: Number(fields[2]) };
-  } catch {
-    return undefined;
-  }
 }

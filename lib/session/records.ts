@@ -17,6 +17,7 @@
 import { join } from "../runtime/path.ts";
 import { type MergeRestore, restoreMergedConfig } from "./merged_config.ts";
 import { CantCreateError } from "../errors.ts";
+import { readProcStat } from "../launch/proc_stat.ts";
 import {
   describeFsError,
   ensurePrivateDir,
@@ -386,13 +387,5 @@ function isProcessAlive(pid: number): boolean {
 
 /** The process's start time in clock ticks since boot (Linux), else null. */
 function processStartTime(pid: number): string | null {
-  try {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    // Field 22; the command name (field 2) may contain spaces, so count
-    // from the closing parenthesis.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return fields[19] ?? null;
-  } catch {
-    return null;
-  }
+  return readProcStat(pid)?.startTime ?? null;
 }

@@ -178,16 +178,16 @@ async function fetchSessionTokens(
   const { fetchTokens, NotLoggedInError } = await importLazily<
     typeof import("../broker/client.ts")
   >(new URL("../broker/client.ts", import.meta.url));
-  const { services } = inlineFetch(options.delivery);
+  const { services, defer } = inlineFetch(options.delivery);
   try {
     // With no inline service, this only checks the login (for the shims).
-    const tokens = await fetchTokens({
+    return await fetchTokens({
       socket: options.socket,
       services,
+      defer,
       session: options.session,
       agent: options.agent,
     });
-    return { tokens, deferred: [] };
   } catch (error) {
     if (!(error instanceof NotLoggedInError)) throw error;
     throw new NoPermissionError(

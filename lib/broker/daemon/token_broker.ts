@@ -16,6 +16,7 @@ import { appendAudit } from "./audit_log.ts";
 import { HelperError, runCredentialHelper } from "./credential_helper.ts";
 import type { LoginState } from "./login_state.ts";
 import { type Token, TokenCache } from "./token_cache.ts";
+import { TokenHandoffs } from "./token_handoff.ts";
 
 /** A request the broker refuses; `code` and `status` go into the answer. */
 export class BrokerRequestError extends Error {
@@ -49,6 +50,7 @@ export interface TokenBrokerOptions {
 export class TokenBroker {
   #options: TokenBrokerOptions;
   #cache = new TokenCache();
+  #handoffs = new TokenHandoffs();
 
   /** Creates the broker with an empty cache. */
   constructor(options: TokenBrokerOptions) {
@@ -60,13 +62,21 @@ export class TokenBroker {
     return this.#cache.size;
   }
 
-  /** Drops every cached token (logout, idle lock). */
+  /** Drops every cached token and every token kept for a shim (logout, idle lock). */
   clear(): void {
     this.#cache.clear();
+    this.#handoffs.clear();
   }
 
-  /** Serves one token request. Throws {@linkcode BrokerRequestError}. */
-  async token(request: TokenRequest): Promise<TokenResponse> {
+  /**
+   * Serves one token request. Throws {@linkcode BrokerRequestError}. With
+   * `deferIfContains`, a token that holds one of those strings is kept for
+   * the session's shim instead (see `token_handoff.ts`): answered as
+   * deferred, and audited when the shim takes it.
+   */
+  async token(
+    request: TokenRequest & { deferIfContains?: readonly string[] },
+  ): Promise<TokenResponse | { deferred: true }> {
     if (this.#options.login.store === undefined) throw notLoggedIn();
     const service = await this.#service(request.service);
     const { token } = service;
@@ -79,11 +89,23 @@ export class TokenBroker {
     }
     // A changed [token] table must not reuse a token fetched the old way.
     const key = `${request.service}\0${sha256Hex(JSON.stringify(token))}`;
+    const handoff = {
+      session: request.session,
+      service: request.service,
+      tokenKey: key,
+    };
     try {
-      const served = await this.#cache.get(key, () => this.#fetch(service));
+      const served = this.#handoffs.take(handoff) ??
+        await this.#cache.get(key, () => this.#fetch(service));
       // A logout or idle lock while the helper ran: no token for anyone.
       if (this.#options.login.store === undefined) throw notLoggedIn();
       this.#options.login.touch();
+      if (
+        request.deferIfContains?.some((part) => served.token.includes(part))
+      ) {
+        this.#handoffs.hold(handoff, served);
+        return { deferred: true };
+      }
       const expiresAt = served.expiresAt === undefined
         ? null
         : new Date(served.expiresAt).toISOString();

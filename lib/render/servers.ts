@@ -8,7 +8,6 @@
 
 import type { Service, StdioServer } from "../services/loader.ts";
 import type { DeliveryPlan } from "./delivery.ts";
-import { applyTokenFormat } from "./token_format.ts";
 
 /** A server the agent starts and talks to over stdin/stdout. */
 export interface StdioEntry {
@@ -113,6 +112,15 @@ export function serverEntries(
     }
   }
   return entries;
+}
+
+/**
+ * A service's `[token] format` with every `{token}` replaced by `token`,
+ * literally (`$&`, `$1` or `$$` in the token are not replacement patterns).
+ * The token shim writes its variable with it too.
+ */
+export function applyTokenFormat(format: string, token: string): string {
+  return format.replaceAll("{token}", () => token);
 }
 
 function shimEntry(

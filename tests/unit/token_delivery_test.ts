@@ -17,12 +17,12 @@ import {
   settleDelivery,
 } from "../../lib/render/delivery.ts";
 import {
+  applyTokenFormat,
   REDACTED,
   serverEntries,
   type ServerEntry,
   type ShimContext,
 } from "../../lib/render/servers.ts";
-import { applyTokenFormat } from "../../lib/render/token_format.ts";
 import type { Service } from "../../lib/services/loader.ts";
 import { serviceSchema } from "../../lib/services/schema.ts";
 

@@ -58,7 +58,8 @@ export interface SessionOptions {
 /**
  * Loads what a session is made of (a malformed service is a warning, and
  * the session runs without it) and plans it with a new session id. Reads
- * files, starts nothing and fetches no token.
+ * the operator's files (and saves the validation cache), starts nothing and
+ * fetches no token.
  */
 export async function prepareSession(
   options: SessionOptions,

@@ -1,7 +1,7 @@
 /**
- * The files a session wrote, recorded before they are written, so that they
- * are removed when the session ends — and, when sherlock itself died
- * (SIGKILL, power loss), by the next sherlock that starts.
+ * A session's id, and the files it wrote, recorded before they are written
+ * so that they are removed when the session ends — and, when sherlock
+ * itself died (SIGKILL, power loss), by the next sherlock that starts.
  *
  * A record is `$XDG_STATE_HOME/sherlock/sessions/<session>.json`: the
  * session's process (pid and start time), and each file's path and SHA-256.

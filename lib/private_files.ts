@@ -124,6 +124,19 @@ export function readTextIfPresent(path: string): string | undefined {
   }
 }
 
+/**
+ * A file's bytes, or undefined when it does not exist. Throws
+ * {@linkcode CantCreateError} when it exists but cannot be read.
+ */
+export function readBytesIfPresent(path: string): Uint8Array | undefined {
+  try {
+    return Deno.readFileSync(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw new CantCreateError(`cannot read ${path}: ${describeFsError(error)}`);
+  }
+}
+
 /** Ensures the folder that will hold `path` exists and is private. */
 export function ensurePrivateParent(path: string): void {
   ensurePrivateDir(dirname(path));

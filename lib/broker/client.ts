@@ -30,6 +30,7 @@ import type {
   SecretRemoved,
   TokenRequest,
   TokenResponse,
+  TokensDefer,
   TokensRequest,
   TokensResponse,
   Whoami,
@@ -324,18 +325,21 @@ function secretPath(name: string): string {
  * concurrently, and answers "not logged in" for the whole request while
  * the store is locked; with no services, that is all it checks). Only when
  * nothing answers on the socket is the daemon started first (see
- * {@linkcode ensureBroker}). Throws {@linkcode NotLoggedInError}, or the
- * first failure in the order of `services`, which names the service.
+ * {@linkcode ensureBroker}). A service of `defer` whose token the daemon
+ * kept for the session's shim is in `deferred` instead of `tokens`. Throws
+ * {@linkcode NotLoggedInError}, or the first failure in the order of
+ * `services`, which names the service.
  */
 export async function fetchTokens(
   options: {
     socket: string;
     services: readonly string[];
+    defer?: TokensDefer;
     session: string;
     agent: string;
     logFile?: string;
   },
-): Promise<Map<string, string>> {
+): Promise<{ tokens: Map<string, string>; deferred: string[] }> {
   const request = {
     socket: options.socket,
     method: "POST",
@@ -344,6 +348,9 @@ export async function fetchTokens(
       services: [...options.services],
       session: options.session,
       agent: options.agent,
+      ...(options.defer && options.defer.services.length > 0
+        ? { defer: options.defer }
+        : {}),
     } satisfies TokensRequest,
     timeoutMs: TOKEN_TIMEOUT_MS,
   };
@@ -356,21 +363,23 @@ export async function fetchTokens(
     answer = await callBroker<TokensResponse>(request);
   }
   const tokens = new Map<string, string>();
+  const deferred: string[] = [];
   for (const result of answer.results) {
     if ("error" in result) {
       throw brokerError(result.error.status, { error: result.error });
     }
-    tokens.set(result.service, result.token);
+    if ("deferred" in result) deferred.push(result.service);
+    else tokens.set(result.service, result.token);
   }
   for (const service of options.services) {
-    if (!tokens.has(service)) {
+    if (!tokens.has(service) && !deferred.includes(service)) {
       throw new SherlockError(
         `broker: no answer for service ${service}`,
         ExitCode.Software,
       );
     }
   }
-  return tokens;
+  return { tokens, deferred };
 }
 
 /** Maps a daemon's error answer to the sherlock error with the right exit code. */

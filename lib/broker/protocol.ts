@@ -107,11 +107,31 @@ export interface TokensRequest {
   session: string;
   /** The agent of that session (for the audit log). */
   agent: string;
+  /**
+   * Services (of `services`) whose token the session cannot write into its
+   * config when it contains any of `ifContains` (agents expand `$` in a
+   * server's env): such a token is not answered but kept, briefly and once,
+   * for this session's shim's `POST /v1/token`, and audited only then.
+   */
+  defer?: TokensDefer;
+}
+
+/** Which tokens of a {@linkcode TokensRequest} the daemon keeps for the shim. */
+export interface TokensDefer {
+  /** The services that may be deferred. */
+  services: string[];
+  /** The strings that make a token deferred (e.g. `["$"]`). */
+  ifContains: string[];
 }
 
 /** One service's outcome in a {@linkcode TokensResponse}. */
 export type TokenResult =
   | ({ service: string } & TokenResponse)
+  | {
+    service: string;
+    /** The token is kept for the session's shim (see {@linkcode TokensDefer}). */
+    deferred: true;
+  }
   | {
     service: string;
     /** What a `POST /v1/token` for this service would have answered. */

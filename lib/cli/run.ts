@@ -9,7 +9,9 @@
  */
 
 import { UsageError } from "../errors.ts";
-import { type DryRunReport, runSession } from "../launch/session.ts";
+import { findExecutable } from "../launch/executable.ts";
+import type { SessionPlan } from "../launch/plan.ts";
+import { executeSession, prepareSession } from "../launch/session.ts";
 import { COMMANDS, isHelpFlag } from "./commands.ts";
 import { commandContext } from "./context.ts";
 import { columns, printLine, printWarning, shellQuote } from "./output.ts";
@@ -41,22 +43,29 @@ export async function runCommand(args: readonly string[]): Promise<number> {
     );
   }
   const context = commandContext();
-  const outcome = await runSession({
+  const plan = await prepareSession({
     agent,
     userArgs: args.slice(index + 1),
-    dryRun,
     env: context.env,
     uid: context.uid,
     paths: context.paths,
     onWarning: printWarning,
   });
-  if (outcome.kind === "exited") return outcome.exitCode;
-  printDryRun(outcome.report);
-  return 0;
+  if (dryRun) {
+    printDryRun(plan);
+    return 0;
+  }
+  return await executeSession(plan, {
+    paths: context.paths,
+    onWarning: printWarning,
+  });
 }
 
-function printDryRun(report: DryRunReport): void {
-  const { profile } = report;
+/** Prints the plan: what would run, with what, and the config it would get. */
+function printDryRun(plan: SessionPlan): void {
+  const { profile, document, config } = plan;
+  const lookup = findExecutable(plan.executable, plan.env.PATH);
+  const executable = lookup.found ? lookup.path : plan.executable;
   const rows: string[][] = [
     [
       "agent",
@@ -66,43 +75,48 @@ function printDryRun(report: DryRunReport): void {
     ],
     [
       "executable",
-      report.executableProblem
-        ? `${report.executable} (${report.executableProblem})`
-        : report.executable,
+      lookup.found
+        ? executable
+        : lookup.reason === "missing"
+        ? `${executable} (not found on PATH)`
+        : `${executable} (${lookup.path} is not executable)`,
     ],
-    ["session", report.session],
-    ["argv", report.argv.map(shellQuote).join(" ")],
+    ["session", plan.session],
+    ["argv", [executable, ...plan.args].map(shellQuote).join(" ")],
   ];
-  const set = Object.entries(report.envSet);
+  const set = Object.entries(plan.envSet);
   if (set.length === 0) rows.push(["env set", "(nothing)"]);
   for (const [name, value] of set) {
     rows.push(["env set", `${name}=${shellQuote(value)}`]);
   }
-  for (const name of report.envRemoved) {
+  for (const name of plan.envRemoved) {
     rows.push(["env removed", `${name} (forbidden by the profile)`]);
   }
   rows.push([
     "services",
-    report.services.length > 0
-      ? report.services.join(", ")
+    plan.services.length > 0
+      ? plan.services.map((service) => service.service.name).join(", ")
       : "(none in services.d)",
   ]);
   const mcp = profile.profile.mcp;
   rows.push([
     "config",
-    report.configPath === undefined
+    config.kind === "argv"
       ? `in argv (${mcp.format}; tokens always through the shim)`
-      : report.merged
-      ? `merged into ${report.configPath} (${mcp.format}; put back byte for byte when the session ends; tokens always through the shim)`
-      : `${report.configPath} (${mcp.mode}, ${mcp.format}; written 0600 when the session starts, removed when it ends)`,
+      : config.kind === "merge"
+      ? `merged into ${config.path} (${mcp.format}; put back byte for byte when the session ends; tokens always through the shim)`
+      : `${config.path} (${mcp.mode}, ${mcp.format}; written 0600 when the session starts, removed when it ends)`,
   ]);
   for (const line of columns(rows)) printLine(line);
   printLine(
-    report.merged
+    config.kind === "merge"
       ? "--- sherlock's part of the merged config (tokens redacted) ---"
-      : report.configPath === undefined
+      : config.kind === "argv"
       ? "--- flag values (tokens redacted) ---"
       : "--- rendered config (tokens redacted) ---",
   );
-  Deno.stdout.writeSync(new TextEncoder().encode(report.configText));
+  const text = document.kind === "json"
+    ? document.text
+    : document.values.join("\n") + "\n";
+  Deno.stdout.writeSync(new TextEncoder().encode(text));
 }

@@ -1,6 +1,10 @@
 /**
- * The agent's argv and environment, built from its profile. Pure: no
- * process, no file, so every rule here is tested without spawning.
+ * A session's plan — the agent's argv and environment, where its config
+ * goes, how each token reaches its server, and the config itself with the
+ * tokens redacted — built from the profile, the services, the settings and
+ * the operator's environment. Pure: no process, no file, no broker, so
+ * every rule here is tested without spawning; `--dry-run` prints the plan,
+ * and `session.ts` carries it out.
  *
  * @module
  */
@@ -12,7 +16,166 @@ import {
   expandVariables,
   UnsetVariableError,
 } from "../config/expand.ts";
+import type { Settings } from "../config/settings.ts";
 import type { LoadedProfile } from "../profiles/loader.ts";
+import { isArgvFormat } from "../profiles/mcp_formats.ts";
+import {
+  type DeliveryPlan,
+  planDelivery,
+  refusal,
+} from "../render/delivery.ts";
+import { renderDocument, type RenderedDocument } from "../render/formats.ts";
+import { serverEntries, type ShimContext } from "../render/servers.ts";
+import type { Service } from "../services/loader.ts";
+import { runtimeConfigPath } from "../session/rendered_config.ts";
+
+/** What a session is planned from. */
+export interface PlanSessionOptions {
+  /** The agent's profile name, as the operator gave it. */
+  agent: string;
+  /** The profile as loaded. */
+  profile: LoadedProfile;
+  /** Every valid service of services.d. */
+  services: readonly Service[];
+  /** config.toml. */
+  settings: Settings;
+  /** Everything after the agent's name, verbatim. */
+  userArgs: readonly string[];
+  /** The operator's environment and user id. */
+  context: ExpandContext;
+  /** The session's id (`lib/session/records.ts`). */
+  session: string;
+  /** sherlock's private runtime folder (per-session config files). */
+  runtimeDir: string;
+  /** The broker's socket (for the shim entries). */
+  socket: string;
+  /** How to start sherlock itself, for the shim entries (`self_command.ts`). */
+  selfCommand: readonly string[];
+}
+
+/**
+ * Where the rendered config goes: flag values in argv (Codex), a file that
+ * sherlock writes and removes, or the operator's own file it merges into.
+ */
+export type ConfigTarget =
+  | { kind: "argv" }
+  | { kind: "file"; path: string }
+  | { kind: "merge"; path: string };
+
+/** Everything a session does, decided before it does any of it. */
+export interface SessionPlan {
+  /** The agent's profile name. */
+  agent: string;
+  /** The profile as loaded. */
+  profile: LoadedProfile;
+  /** The session's id. */
+  session: string;
+  /** The session's services. */
+  services: readonly Service[];
+  /** How each service's token reaches its server. */
+  delivery: DeliveryPlan;
+  /** What the shim entries start. */
+  shim: ShimContext;
+  /** The profile's executable, looked up on the agent's PATH at start. */
+  executable: string;
+  /** The arguments after the executable. */
+  args: string[];
+  /** The agent's whole environment. */
+  env: Record<string, string>;
+  /** Variables sherlock sets or changes for the agent. */
+  envSet: Record<string, string>;
+  /** Variables of the operator's environment that the profile forbids. */
+  envRemoved: string[];
+  /** Where the config goes. */
+  config: ConfigTarget;
+  /** The rendered config with every inline token redacted. */
+  document: RenderedDocument;
+}
+
+/**
+ * Plans a session. Throws {@linkcode ConfigError} for a service the agent
+ * cannot use, an unset variable or a relative `[mcp] path`.
+ */
+export function planSession(options: PlanSessionOptions): SessionPlan {
+  const { profile: loaded, context, agent } = options;
+  const { mcp } = loaded.profile;
+  const config: ConfigTarget = isArgvFormat(mcp.format)
+    ? { kind: "argv" }
+    : mcp.mode === "config-file"
+    ? {
+      kind: mcp.merge ? "merge" : "file",
+      path: configFilePath(loaded, context),
+    }
+    : {
+      kind: "file",
+      path: runtimeConfigPath({
+        runtimeDir: options.runtimeDir,
+        agent,
+        session: options.session,
+        extension: "json",
+      }),
+    };
+  const delivery = planDelivery({
+    services: options.services,
+    format: mcp.format,
+    mergePath: config.kind === "merge" ? config.path : undefined,
+    configured: options.settings.render.tokens,
+    agent,
+  });
+  const refused = refusal(delivery);
+  if (refused !== undefined) throw new ConfigError(refused);
+  const plan = {
+    agent,
+    profile: loaded,
+    session: options.session,
+    services: options.services,
+    delivery,
+    shim: {
+      command: [...options.selfCommand],
+      socket: options.socket,
+      session: options.session,
+      agent,
+    },
+  };
+  // Argv formats send every token through the shim (and refuse the rest),
+  // so flag values never hold one: rendering them now is rendering them.
+  const document = renderSessionConfig(plan, { delivery, tokens: new Map() });
+  const configPath = config.kind === "argv" ? undefined : config.path;
+  const args = buildArgs({
+    loaded,
+    config: document.kind === "argv"
+      ? { values: document.values }
+      : { path: configPath ?? "" },
+    userArgs: options.userArgs,
+  });
+  return {
+    ...plan,
+    executable: loaded.profile.agent.executable,
+    args,
+    ...buildEnv({ loaded, configPath, context }),
+    config,
+    document,
+  };
+}
+
+/**
+ * The session's config with the tokens it fetched, rendered as `delivery`
+ * (the plan's, settled after the fetch) says; tokens not in `tokens` are
+ * redacted.
+ */
+export function renderSessionConfig(
+  plan: Pick<SessionPlan, "profile" | "services" | "shim">,
+  fetched: { delivery: DeliveryPlan; tokens: ReadonlyMap<string, string> },
+): RenderedDocument {
+  return renderDocument(
+    plan.profile.profile.mcp.format,
+    serverEntries(plan.services, {
+      delivery: fetched.delivery,
+      tokens: fetched.tokens,
+      shim: plan.shim,
+    }),
+  );
+}
 
 /** What the agent is started with. */
 export interface AgentCommand {

@@ -9,7 +9,9 @@
  * cannot signal the group without signalling itself; it signals the agent
  * and every descendant still in that group instead (processes that moved
  * to a group of their own, like Codex's servers, are their owner's to stop).
- * Linux only (`/proc`); elsewhere only the agent itself is signalled.
+ * Linux only (`/proc`); elsewhere only the agent itself is signalled. The
+ * one `/proc/<pid>/stat` parser lives here too: session records use it to
+ * tell a session's process from a later one with the same pid.
  *
  * @module
  */
@@ -26,11 +28,12 @@ export function descendantsInGroup(root: number): number[] {
   const groups = new Map<number, number>();
   for (const entry of entries) {
     if (!/^\d+$/.test(entry.name)) continue;
-    const stat = readStat(Number(entry.name));
+    const pid = Number(entry.name);
+    const stat = readProcStat(pid);
     if (stat === undefined) continue;
-    groups.set(stat.pid, stat.pgrp);
+    groups.set(pid, stat.pgrp);
     const siblings = children.get(stat.ppid) ?? [];
-    siblings.push(stat.pid);
+    siblings.push(pid);
     children.set(stat.ppid, siblings);
   }
   const group = groups.get(root);
@@ -45,15 +48,38 @@ export function descendantsInGroup(root: number): number[] {
   return found;
 }
 
-function readStat(
-  pid: number,
-): { pid: number; ppid: number; pgrp: number } | undefined {
+/** The fields of `/proc/<pid>/stat` that sherlock uses. */
+export interface ProcStat {
+  /** The parent's pid (field 4). */
+  ppid: number;
+  /** The process group (field 5). */
+  pgrp: number;
+  /** The start time in clock ticks since boot (field 22), as written. */
+  startTime: string;
+}
+
+/**
+ * Parses the text of `/proc/<pid>/stat`, or returns undefined when it is
+ * not one. The command name (field 2) may hold spaces and parentheses, so
+ * the fields are counted from its last closing parenthesis.
+ */
+export function parseProcStat(text: string): ProcStat | undefined {
+  const close = text.lastIndexOf(")");
+  if (close === -1) return undefined;
+  // fields[0] is field 3 (the state).
+  const fields = text.slice(close + 2).split(" ");
+  const ppid = Number(fields[1]);
+  const pgrp = Number(fields[2]);
+  const startTime = fields[19];
+  if (!Number.isInteger(ppid) || !Number.isInteger(pgrp)) return undefined;
+  if (startTime === undefined || !/^\d+$/.test(startTime)) return undefined;
+  return { ppid, pgrp, startTime };
+}
+
+/** The stat of `pid`, or undefined when it is gone (or not on Linux). */
+export function readProcStat(pid: number): ProcStat | undefined {
   try {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    // The command name (field 2) may hold spaces and parentheses: count
-    // from the last closing parenthesis.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return { pid, ppid: Number(fields[1]), pgrp: Number(fields[2]) };
+    return parseProcStat(Deno.readTextFileSync(`/proc/${pid}/stat`));
   } catch {
     return undefined;
   }

@@ -1,38 +1,38 @@
 /**
- * One agent session, start to end: load the profile and services, get the
- * tokens, render the config, start the agent, clean up whatever happens.
+ * One agent session: load the profile, services and settings, plan the
+ * session (`plan.ts`, pure), then carry the plan out — fetch the tokens,
+ * render and write the config, start the agent, clean up whatever happens.
  *
  * @module
  */
 
 import { formatProblem } from "../config/toml_files.ts";
-import { ConfigError } from "../errors.ts";
+import { NoPermissionError } from "../errors.ts";
 import type { Env, SherlockPaths } from "../config/sherlock_paths.ts";
-import { type LoadedProfile, loadProfile } from "../profiles/loader.ts";
+import { loadProfile } from "../profiles/loader.ts";
 import {
-  isArgvFormat,
-  renderDocument,
-  unsupportedServer,
-} from "../render/formats.ts";
+  type DeliveryPlan,
+  inlineFetch,
+  servicesNeedingTokens,
+  settleDelivery,
+} from "../render/delivery.ts";
 import {
-  runtimeConfigPath,
   writeMergedConfig,
   writeRenderedConfig,
 } from "../session/rendered_config.ts";
-import { serverEntries } from "../render/servers.ts";
 import {
   endSession,
   newSessionId,
   newSessionRecord,
   sweepStaleSessions,
 } from "../session/records.ts";
+import { importLazily } from "../runtime/lazy_import.ts";
 import { selfCommand } from "../self_command.ts";
 import { loadServices } from "../services/loader.ts";
 import { loadSettings } from "../config/settings.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
-import { findExecutable, requireExecutable } from "./executable.ts";
-import { buildArgs, buildEnv, configFilePath } from "./plan.ts";
-import { fetchSessionTokens, planTokens } from "./session_tokens.ts";
+import { requireExecutable } from "./executable.ts";
+import { planSession, renderSessionConfig, type SessionPlan } from "./plan.ts";
 import { signalNumber, SignalRelay, spawnError } from "./spawn.ts";
 
 /** What `sherlock run` asks for. */
@@ -41,8 +41,6 @@ export interface SessionOptions {
   agent: string;
   /** Everything after the agent's name, verbatim. */
   userArgs: string[];
-  /** Show what would happen instead of doing it. */
-  dryRun: boolean;
   /** The operator's environment. */
   env: Env;
   /** The operator's user id. */
@@ -53,169 +51,96 @@ export interface SessionOptions {
   onWarning: (message: string) => void;
 }
 
-/** What `--dry-run` shows. */
-export interface DryRunReport {
-  /** The profile as loaded. */
-  profile: LoadedProfile;
-  /** The session id the run would have. */
-  session: string;
-  /** The executable's resolved path, or its name when not found. */
-  executable: string;
-  /** Why the executable could not be used, if it could not. */
-  executableProblem?: string;
-  /** The full argv, the executable first. */
-  argv: string[];
-  /** Variables sherlock sets for the agent. */
-  envSet: Record<string, string>;
-  /** Variables of the operator's environment that the profile forbids. */
-  envRemoved: string[];
-  /** The rendered config's path (none for an argv format). */
-  configPath?: string;
-  /** True when the config is merged into the operator's file at configPath. */
-  merged: boolean;
-  /** The rendered config, every token redacted. */
-  configText: string;
-  /** The services in the config. */
-  services: string[];
-}
-
-/** How a session ended. */
-export type SessionOutcome =
-  | { kind: "dry-run"; report: DryRunReport }
-  | { kind: "exited"; exitCode: number };
-
-/** Runs one session (or reports it, with `dryRun`). */
-export async function runSession(
+/**
+ * Loads what a session is made of (a malformed service is a warning, and
+ * the session runs without it) and plans it with a new session id. Reads
+ * the operator's files (and saves the validation cache), starts nothing and
+ * fetches no token.
+ */
+export async function prepareSession(
   options: SessionOptions,
-): Promise<SessionOutcome> {
+): Promise<SessionPlan> {
   const { paths } = options;
   const cache = new ValidationCache(paths.cacheDir);
-  const loaded = await loadProfile(options.agent, { paths, cache });
+  const profile = await loadProfile(options.agent, { paths, cache });
   const { services, problems } = await loadServices({ paths, cache });
   const settings = await loadSettings({ paths, cache });
   cache.save();
   for (const problem of problems) {
     options.onWarning(`skipping service: ${formatProblem(problem)}`);
   }
-  if (!options.dryRun) {
-    sweepStaleSessions(paths.stateDir, options.onWarning);
-  }
-
-  const { mcp } = loaded.profile;
-  const context = { env: options.env, uid: options.uid };
-  const session = newSessionId();
-  const socket = paths.socket;
-  const mergePath = mcp.merge ? configFilePath(loaded, context) : undefined;
-  for (const service of services) {
-    const reason = unsupportedServer(mcp.format, service.server);
-    if (reason !== undefined) {
-      throw new ConfigError(
-        `service ${service.service.name} ${reason}; agent ${options.agent} cannot use it`,
-      );
-    }
-  }
-  const plan = planTokens({
+  return planSession({
+    agent: options.agent,
+    profile,
     services,
-    configured: settings.render.tokens,
-    agent: options.agent,
-    forceShimBecause: isArgvFormat(mcp.format)
-      ? "put it in argv, which every local user can read"
-      : mergePath !== undefined
-      ? `write it into ${mergePath}, a file of yours`
-      : undefined,
-  });
-  const tokens = options.dryRun
-    ? new Map<string, string>()
-    : await fetchSessionTokens({ plan, socket, session, agent: options.agent });
-  const entries = serverEntries(services, {
-    tokens,
-    delivery: plan.delivery,
-    shim: { command: selfCommand(), socket, session, agent: options.agent },
-  });
-  const document = renderDocument(mcp.format, entries);
-  const configPath = document.kind === "argv"
-    ? undefined
-    : mcp.mode === "config-file"
-    ? mergePath ?? configFilePath(loaded, context)
-    : runtimeConfigPath({
-      runtimeDir: paths.runtimeDir,
-      agent: options.agent,
-      session,
-      extension: "json",
-    });
-  const args = buildArgs({
-    loaded,
-    config: document.kind === "argv"
-      ? { values: document.values }
-      : { path: configPath ?? "" },
+    settings,
     userArgs: options.userArgs,
+    context: { env: options.env, uid: options.uid },
+    session: newSessionId(),
+    runtimeDir: paths.runtimeDir,
+    socket: paths.socket,
+    selfCommand: selfCommand(),
   });
-  const { env, envSet, envRemoved } = buildEnv({ loaded, configPath, context });
-  const executableName = loaded.profile.agent.executable;
+}
 
-  if (options.dryRun) {
-    const lookup = findExecutable(executableName, env.PATH);
-    const executable = lookup.found ? lookup.path : executableName;
-    return {
-      kind: "dry-run",
-      report: {
-        profile: loaded,
-        session,
-        executable,
-        executableProblem: lookup.found
-          ? undefined
-          : lookup.reason === "missing"
-          ? "not found on PATH"
-          : `${lookup.path} is not executable`,
-        argv: [executable, ...args],
-        envSet,
-        envRemoved,
-        configPath,
-        merged: mergePath !== undefined,
-        configText: document.kind === "json"
-          ? document.text
-          : document.values.join("\n") + "\n",
-        services: services.map((service) => service.service.name),
-      },
-    };
-  }
-
+/**
+ * Carries a plan out: ends the sessions of dead sherlocks, fetches the
+ * tokens, writes the config, runs the agent and cleans up. Returns the
+ * agent's exit code (128+N if signal N ended it or sherlock).
+ */
+export async function executeSession(
+  plan: SessionPlan,
+  options: { paths: SherlockPaths; onWarning: (message: string) => void },
+): Promise<number> {
+  const { paths } = options;
+  sweepStaleSessions(paths.stateDir, options.onWarning);
+  const fetched = await fetchSessionTokens({
+    delivery: plan.delivery,
+    socket: paths.socket,
+    session: plan.session,
+    agent: plan.agent,
+  });
+  const document = renderSessionConfig(plan, {
+    delivery: settleDelivery(plan.delivery, fetched),
+    tokens: fetched.tokens,
+  });
   const executable = requireExecutable({
-    name: executableName,
-    searchPath: env.PATH,
-    agent: options.agent,
+    name: plan.executable,
+    searchPath: plan.env.PATH,
+    agent: plan.agent,
   });
   const relay = new SignalRelay();
-  const record = newSessionRecord(session, options.agent);
+  const record = newSessionRecord(plan.session, plan.agent);
   try {
-    if (document.kind === "json" && mergePath !== undefined) {
+    if (document.kind === "json" && plan.config.kind === "merge") {
       await writeMergedConfig({
         stateDir: paths.stateDir,
         record,
-        path: mergePath,
+        path: plan.config.path,
         document: document.document,
         onWarning: options.onWarning,
       });
-    } else if (document.kind === "json" && configPath !== undefined) {
+    } else if (document.kind === "json" && plan.config.kind === "file") {
       writeRenderedConfig({
         stateDir: paths.stateDir,
         runtimeDir: paths.runtimeDir,
         record,
-        path: configPath,
+        path: plan.config.path,
         text: document.text,
       });
     }
-    if (relay.pending) {
-      return { kind: "exited", exitCode: 128 + signalNumber(relay.pending) };
-    }
-    const exitCode = await relay.spawn({ path: executable, args, env });
-    return { kind: "exited", exitCode };
+    if (relay.pending) return 128 + signalNumber(relay.pending);
+    return await relay.spawn({
+      path: executable,
+      args: plan.args,
+      env: plan.env,
+    });
   } catch (error) {
     throw spawnError(error, {
       notFound:
-        `${executable} (agent ${options.agent}) could not be started: not found; install the agent`,
+        `${executable} (agent ${plan.agent}) could not be started: not found; install the agent`,
       notExecutable:
-        `${executable} (agent ${options.agent}) could not be started: permission denied; check its mode and interpreter`,
+        `${executable} (agent ${plan.agent}) could not be started: permission denied; check its mode and interpreter`,
     });
   } finally {
     // Clean up while signals are still caught: once the relay is closed, a
@@ -224,5 +149,55 @@ export async function runSession(
       options.onWarning(warning);
     }
     relay.close();
+  }
+}
+
+/** The tokens a session fetched, and those the broker keeps for the shim. */
+interface FetchedTokens {
+  /** The inline tokens, by service. */
+  tokens: Map<string, string>;
+  /** The services whose token the broker deferred to the session's shim. */
+  deferred: string[];
+}
+
+/**
+ * Makes sure the broker is up and the operator logged in (not logged in →
+ * exit 77 with what to do), then fetches the inline tokens, all at once —
+ * one round trip when the broker is already running. Does nothing when no
+ * service needs a token.
+ */
+async function fetchSessionTokens(
+  options: {
+    delivery: DeliveryPlan;
+    socket: string;
+    session: string;
+    agent: string;
+  },
+): Promise<FetchedTokens> {
+  const needing = servicesNeedingTokens(options.delivery);
+  if (needing.length === 0) return { tokens: new Map(), deferred: [] };
+  // Only sessions with tokens load the broker client.
+  const { fetchTokens, NotLoggedInError } = await importLazily<
+    typeof import("../broker/client.ts")
+  >(new URL("../broker/client.ts", import.meta.url));
+  const { services, defer } = inlineFetch(options.delivery);
+  try {
+    // With no inline service, this only checks the login (for the shims).
+    return await fetchTokens({
+      socket: options.socket,
+      services,
+      defer,
+      session: options.session,
+      agent: options.agent,
+    });
+  } catch (error) {
+    if (!(error instanceof NotLoggedInError)) throw error;
+    throw new NoPermissionError(
+      `not logged in to the broker (${
+        needing.length === 1
+          ? `service ${needing[0]} needs a token`
+          : `services ${needing.join(", ")} need tokens`
+      }); run "sherlock login"`,
+    );
   }
 }

@@ -10,6 +10,7 @@
  */
 
 import { fetchToken } from "../broker/client.ts";
+import { applyTokenFormat } from "../render/servers.ts";
 import {
   FORWARDED_SIGNALS,
   IGNORED_SIGNALS,
@@ -65,12 +66,8 @@ export async function runShim(options: ShimOptions): Promise<number> {
     return await relay.spawn({
       path: program,
       args,
-      // A function, so that `$&` or `$$` in a token is not a pattern.
       env: {
-        [options.tokenEnv]: options.tokenFormat.replaceAll(
-          "{token}",
-          () => token,
-        ),
+        [options.tokenEnv]: applyTokenFormat(options.tokenFormat, token),
       },
       inheritEnv: true,
     });

@@ -1,12 +1,13 @@
 /**
  * The MCP servers of one session, with their tokens in place (inline) or
- * behind the token shim, in a form that every document format renders
- * from. Pure.
+ * behind the token shim as the delivery plan says, in a form that every
+ * document format renders from. Pure.
  *
  * @module
  */
 
-import type { Service } from "../services/loader.ts";
+import type { Service, StdioServer } from "../services/loader.ts";
+import type { DeliveryPlan } from "./delivery.ts";
 
 /** A server the agent starts and talks to over stdin/stdout. */
 export interface StdioEntry {
@@ -35,9 +36,6 @@ export interface RemoteEntry {
 /** One rendered server. */
 export type ServerEntry = StdioEntry | RemoteEntry;
 
-/** How a token reaches its server. */
-export type TokenDelivery = "inline" | "shim";
-
 /** What `--dry-run` and redacted output show instead of a token. */
 export const REDACTED = "<redacted>";
 
@@ -55,18 +53,22 @@ export interface ShimContext {
 
 /** What to render the services with. */
 export interface ServerEntriesOptions {
+  /** Each service's delivery (see `delivery.ts`). */
+  delivery: DeliveryPlan;
   /**
    * The tokens of the services with inline delivery, by name; a missing one
    * is rendered as {@linkcode REDACTED} (that is how `--dry-run` renders).
    */
   tokens: ReadonlyMap<string, string>;
-  /** The delivery of each service that needs a token. */
-  delivery: (service: Service) => TokenDelivery;
-  /** Needed when any stdio service uses the shim. */
+  /** Needed when any service goes through the shim. */
   shim?: ShimContext;
 }
 
-/** The entries for `services`, by service name. */
+/**
+ * The entries for `services`, by service name, each rendered as the plan
+ * says. A service the plan refuses, or does not name, is a bug: the
+ * session refuses before it renders.
+ */
 export function serverEntries(
   services: readonly Service[],
   options: ServerEntriesOptions,
@@ -75,25 +77,23 @@ export function serverEntries(
   for (const service of services) {
     const name = service.service.name;
     const { server, token } = service;
-    const needsToken = token.source !== "none";
-    const secret = options.tokens.get(name) ?? REDACTED;
-    // A function, so that `$&` or `$1` in a token is not a pattern.
-    const inlineValue = token.format.replaceAll("{token}", () => secret);
-    if ("command" in server) {
-      // Claude Code, Copilot and Gemini expand "$…" in a server's env
-      // values, which would change such a value (the token, or the
-      // service's format around it): the shim passes it as is. A redacted
-      // token (dry run) is not known to have one.
-      const dollar = options.tokens.has(name) && inlineValue.includes("$");
-      if (
-        needsToken && token.env &&
-        (options.delivery(service) === "shim" || dollar)
-      ) {
-        entries[name] = shimEntry(service, token.env, options.shim);
-        continue;
+    const delivery = options.delivery.get(name);
+    if (delivery === undefined || delivery.kind === "refused") {
+      throw new Error(`service ${name} has no delivery to render`);
+    }
+    if (delivery.kind === "shim") {
+      if (!("command" in server) || token.env === undefined) {
+        throw new Error(`service ${name} cannot go through the shim`);
       }
+      entries[name] = shimEntry(service, token.env, options.shim);
+      continue;
+    }
+    const value = delivery.kind === "inline"
+      ? applyTokenFormat(token.format, options.tokens.get(name) ?? REDACTED)
+      : undefined;
+    if ("command" in server) {
       const env = { ...server.env };
-      if (needsToken && token.env) env[token.env] = inlineValue;
+      if (value !== undefined && token.env) env[token.env] = value;
       entries[name] = {
         kind: "stdio",
         command: server.command,
@@ -102,7 +102,7 @@ export function serverEntries(
       };
     } else {
       const headers = { ...server.headers };
-      if (needsToken && token.header) headers[token.header] = inlineValue;
+      if (value !== undefined && token.header) headers[token.header] = value;
       entries[name] = {
         kind: "remote",
         url: server.url,
@@ -115,19 +115,12 @@ export function serverEntries(
 }
 
 /**
- * A service's token delivery: the service's own `[token] delivery`, else
- * config.toml's `[render] tokens` — unless the format forces the shim
- * (the config would end up in argv or in a file the operator owns). A
- * remote server is always `inline` otherwise: the agent connects to it
- * itself, so there is no process to put a shim in front of (and a forced
- * shim refuses it, see `planTokens`).
+ * A service's `[token] format` with every `{token}` replaced by `token`,
+ * literally (`$&`, `$1` or `$$` in the token are not replacement patterns).
+ * The token shim writes its variable with it too.
  */
-export function tokenDelivery(
-  options: { service: Service; configured: TokenDelivery; forceShim: boolean },
-): TokenDelivery {
-  if (options.forceShim) return "shim";
-  if (!("command" in options.service.server)) return "inline";
-  return options.service.token.delivery ?? options.configured;
+export function applyTokenFormat(format: string, token: string): string {
+  return format.replaceAll("{token}", () => token);
 }
 
 function shimEntry(
@@ -138,11 +131,7 @@ function shimEntry(
   if (shim === undefined) {
     throw new Error("a shim entry needs the session's shim context");
   }
-  const server = service.server as {
-    command: string;
-    args: string[];
-    env: Record<string, string>;
-  };
+  const server = service.server as StdioServer;
   const [command, ...selfArgs] = shim.command;
   const format = service.token.format === "{token}"
     ? []

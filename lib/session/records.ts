@@ -1,7 +1,7 @@
 /**
- * The files a session wrote, recorded before they are written, so that they
- * are removed when the session ends — and, when sherlock itself died
- * (SIGKILL, power loss), by the next sherlock that starts.
+ * A session's id, and the files it wrote, recorded before they are written
+ * so that they are removed when the session ends — and, when sherlock
+ * itself died (SIGKILL, power loss), by the next sherlock that starts.
  *
  * A record is `$XDG_STATE_HOME/sherlock/sessions/<session>.json`: the
  * session's process (pid and start time), and each file's path and SHA-256.
@@ -17,6 +17,7 @@
 import { join } from "../runtime/path.ts";
 import { type MergeRestore, restoreMergedConfig } from "./merged_config.ts";
 import { CantCreateError } from "../errors.ts";
+import { readProcStat } from "../launch/process_tree.ts";
 import {
   describeFsError,
   ensurePrivateDir,
@@ -386,13 +387,5 @@ function isProcessAlive(pid: number): boolean {
 
 /** The process's start time in clock ticks since boot (Linux), else null. */
 function processStartTime(pid: number): string | null {
-  try {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    // Field 22; the command name (field 2) may contain spaces, so count
-    // from the closing parenthesis.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return fields[19] ?? null;
-  } catch {
-    return null;
-  }
+  return readProcStat(pid)?.startTime ?? null;
 }

@@ -6,28 +6,29 @@
  * agent never see or delete each other's file. A `config-file` profile names
  * its own path; sherlock writes there only when nothing is there yet —
  * unless the profile says `merge = true`: then sherlock merges its servers
- * into the operator's file and puts it back afterwards (`merged_config.ts`).
+ * into the operator's file (`lib/render/merge.ts`) and puts it back
+ * afterwards (`merged_config.ts`).
  *
  * @module
  */
 
 import { dirname, join } from "../runtime/path.ts";
 import { CantCreateError } from "../errors.ts";
+import { toBase64 } from "../runtime/bytes.ts";
 import {
   describeFsError,
   ensurePrivateDir,
+  readBytesIfPresent,
   sha256Hex,
   writeFileAtomically,
 } from "../private_files.ts";
 import {
-  type MergeRestore,
+  documentText,
   type MergeResult,
   mergeServers,
   parseOperatorJson,
-  readBytesIfPresent,
-  resolveSymlinks,
-  toBase64,
-} from "./merged_config.ts";
+} from "../render/merge.ts";
+import { type MergeRestore, resolveSymlinks } from "./merged_config.ts";
 import {
   endStaleMergesInto,
   liveSessionOwning,
@@ -120,9 +121,10 @@ export interface WriteMergedConfigOptions {
 }
 
 /**
- * Merges sherlock's servers into the operator's file. Throws
- * {@linkcode CantCreateError} when the file is not plain JSON or another
- * live session has merged into it.
+ * Merges sherlock's servers into the operator's file, written atomically,
+ * after its original bytes and mode are saved in the session record. Throws
+ * {@linkcode CantCreateError} when the file is not plain JSON (it is left
+ * untouched) or another live session has merged into it.
  */
 export async function writeMergedConfig(
   options: WriteMergedConfigOptions,
@@ -150,7 +152,7 @@ export async function writeMergedConfig(
         `${path}: ${(error as Error).message}; sherlock left it untouched`,
       );
     }
-    const text = JSON.stringify(result.merged, null, 2) + "\n";
+    const text = documentText(result.merged);
     const mode = original === undefined
       ? null
       : (Deno.statSync(path).mode ?? 0o600) & 0o777;

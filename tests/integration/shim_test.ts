@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { AgentRun, renderedServers } from "../helpers/agent.ts";
 import {
   AGENT,
+  auditEntries,
   type BrokerHome,
   createBrokerHome,
 } from "../helpers/broker_home.ts";
@@ -463,4 +464,48 @@ Deno.test("the $ rule end to end: an inline token with $ reaches the server unch
   assert.deepEqual(servers.plain.env, { PLAIN: TOKEN });
   assert.equal(serverSaw(home, "dollar-server").token, token);
   assert.equal(record.servers!.api.code, 0);
+});
+
+Deno.test("the $ rule fetches once: one helper run, one audit entry, the token handed to the session's shim", async () => {
+  const token = "p$HOME$$x${PATH}$1$&";
+  await using home = await createBrokerHome();
+  home.addAgent();
+  // No expiry and no ttl: nothing is cached, so a second fetch would run
+  // the helper again.
+  const helper = home.tokenHelper("dollar", { token });
+  const server = writeServer(home, "dollar-server");
+  home.writeService(
+    "api",
+    tokenServiceToml({ name: "api", command: [helper.path], env: "API_TOKEN" })
+      .replace(
+        'command = "mcp-server-api"',
+        `command = ${JSON.stringify(server)}`,
+      ),
+  );
+  await home.login();
+  using agent = new AgentRun(home.scratch, {
+    config: "env:SHERLOCK_MCP_CONFIG",
+    runServers: "",
+  });
+  const result = await home.sherlock(["run", AGENT], { env: agent.env });
+  assert.equal(result.code, 0, result.stderr);
+  const record = agent.record();
+  const entry = renderedServers(record).api as {
+    args: string[];
+    env: Record<string, string>;
+  };
+  assert.ok(entry.args.includes("shim"), entry.args.join(" "));
+  assert.deepEqual(entry.env, {});
+  assert.equal(record.config!.text!.includes(token), false);
+  assert.equal(record.servers!.api.code, 0);
+  assert.equal(serverSaw(home, "dollar-server").token, token);
+  assert.equal(helper.runs(), 1, "the helper ran once");
+  const served = auditEntries(home).filter((line) =>
+    line.event === "token" && line.service === "api"
+  );
+  assert.equal(served.length, 1, JSON.stringify(served));
+  assert.equal(
+    served[0].session,
+    entry.args[entry.args.indexOf("--session") + 1],
+  );
 });

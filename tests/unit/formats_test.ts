@@ -21,6 +21,7 @@ import {
   type ShimContext,
   type StdioEntry,
 } from "../../lib/render/servers.ts";
+import { type DeliveryPlan, planDelivery } from "../../lib/render/delivery.ts";
 
 const SERVICES = [github, docs, events, plain];
 const TOKENS = new Map([["github", "ghp_abc"], ["docs", "eyJ.tok"]]);
@@ -50,16 +51,29 @@ const GITHUB_SHIM_ARGS = [
   "--read-only",
 ];
 
+/** The delivery of every service with config.toml's `[render] tokens`. */
+function delivery(configured: "inline" | "shim"): DeliveryPlan {
+  return planDelivery({
+    services: SERVICES,
+    format: "mcp-json",
+    configured,
+    agent: "fake",
+  });
+}
+
 /** The entries with every token inline. */
 function inlineEntries(): Record<string, ServerEntry> {
-  return serverEntries(SERVICES, { tokens: TOKENS, delivery: () => "inline" });
+  return serverEntries(SERVICES, {
+    tokens: TOKENS,
+    delivery: delivery("inline"),
+  });
 }
 
 /** The entries with github's token through the shim (docs stays inline). */
 function shimEntries(): Record<string, ServerEntry> {
   return serverEntries(SERVICES, {
     tokens: new Map([["docs", "eyJ.tok"]]),
-    delivery: (service) => "command" in service.server ? "shim" : "inline",
+    delivery: delivery("shim"),
     shim: SHIM,
   });
 }

@@ -1,6 +1,7 @@
 /**
- * The `merge = true` delivery (lib/session/merged_config.ts, writeMergedConfig
- * in lib/session/rendered_config.ts, restores in lib/session/records.ts):
+ * The `merge = true` delivery (the merge itself in lib/render/merge.ts,
+ * writeMergedConfig in lib/session/rendered_config.ts, restores in
+ * lib/session/merged_config.ts and lib/session/records.ts):
  * merging sherlock's servers into the operator's file, and taking them out
  * again, byte for byte when nothing else changed.
  */
@@ -8,11 +9,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { CantCreateError } from "../../lib/errors.ts";
-import {
-  mergeServers,
-  restoreMergedConfig,
-  unmergeServers,
-} from "../../lib/session/merged_config.ts";
+import { mergeServers, unmergeServers } from "../../lib/render/merge.ts";
+import { restoreMergedConfig } from "../../lib/session/merged_config.ts";
 import { writeMergedConfig } from "../../lib/session/rendered_config.ts";
 import {
   endSession,

@@ -1,10 +1,21 @@
 /**
- * The agent's argv and environment as the profile describes them
- * (lib/launch/plan.ts), for every delivery mode.
+ * The agent's argv and environment as the profile describes them, and the
+ * whole session plan (lib/launch/plan.ts), for every delivery mode.
  */
 
 import assert from "node:assert/strict";
-import { buildArgs, buildEnv, configFilePath } from "../../lib/launch/plan.ts";
+import {
+  buildArgs,
+  buildEnv,
+  configFilePath,
+  planSession,
+  type PlanSessionOptions,
+  renderSessionConfig,
+} from "../../lib/launch/plan.ts";
+import { DEFAULT_SETTINGS } from "../../lib/config/settings.ts";
+import { REDACTED } from "../../lib/render/servers.ts";
+import type { LoadedProfile } from "../../lib/profiles/loader.ts";
+import { docs, github, plain } from "../helpers/services.ts";
 import type { Profile } from "../../lib/profiles/schema.ts";
 import { loadedProfile as loaded } from "../helpers/profiles.ts";
 import { ConfigError } from "../../lib/errors.ts";
@@ -397,5 +408,139 @@ Deno.test("configFilePath: ~ without HOME is an error, not a relative path", () 
     () => configFilePath(profile, context({})),
     (error: unknown) =>
       error instanceof ConfigError && error.message.includes("${HOME}"),
+  );
+});
+
+/** The session plan's options for `profile`, with github, docs and plain. */
+function sessionOptions(
+  profile: LoadedProfile,
+  more: Partial<PlanSessionOptions> = {},
+): PlanSessionOptions {
+  return {
+    agent: "fake",
+    profile,
+    services: [github, docs, plain],
+    settings: DEFAULT_SETTINGS,
+    userArgs: ["-p", "hi"],
+    context: context({ HOME: "/home/me", PATH: "/usr/bin" }),
+    session: "0123456789ab",
+    runtimeDir: "/run/user/1000/sherlock",
+    socket: "/run/user/1000/sherlock/broker.sock",
+    selfCommand: ["/opt/sherlock"],
+    ...more,
+  };
+}
+
+Deno.test("planSession: cli-flag, a per-session file, tokens inline and redacted", () => {
+  const plan = planSession(sessionOptions(loaded({ flag: "--mcp-config" })));
+  assert.deepEqual(plan.config, { kind: "file", path: PATH });
+  assert.deepEqual(plan.args, ["--mcp-config", PATH, "-p", "hi"]);
+  assert.equal(plan.executable, "fake");
+  assert.deepEqual(plan.envSet, {});
+  assert.equal(plan.env.PATH, "/usr/bin");
+  assert.deepEqual(
+    Object.fromEntries([...plan.delivery].map(([name, d]) => [name, d.kind])),
+    { github: "inline", docs: "inline", plain: "none" },
+  );
+  assert.deepEqual(plan.shim, {
+    command: ["/opt/sherlock"],
+    socket: "/run/user/1000/sherlock/broker.sock",
+    session: "0123456789ab",
+    agent: "fake",
+  });
+  assert.equal(plan.document.kind, "json");
+  if (plan.document.kind !== "json") return;
+  const servers = plan.document.document.mcpServers as Record<
+    string,
+    Record<string, Record<string, string>>
+  >;
+  assert.equal(servers.github.env.GITHUB_PERSONAL_ACCESS_TOKEN, REDACTED);
+  assert.equal(servers.docs.headers.Authorization, `Bearer ${REDACTED}`);
+});
+
+Deno.test("planSession: env-var mode names the file in the variable", () => {
+  const plan = planSession(
+    sessionOptions(loaded({ mode: "env-var", var: "MCP_CONFIG" })),
+  );
+  assert.deepEqual(plan.envSet, { MCP_CONFIG: PATH });
+  assert.deepEqual(plan.args, ["-p", "hi"]);
+});
+
+Deno.test("planSession: config-file mode writes the profile's path; merge = true merges into it, tokens through the shim", () => {
+  const file = planSession(sessionOptions(
+    loaded({ mode: "config-file", path: "~/.agent/mcp.json" }),
+  ));
+  assert.deepEqual(file.config, {
+    kind: "file",
+    path: "/home/me/.agent/mcp.json",
+  });
+  const merge = planSession(sessionOptions(
+    loaded({
+      mode: "config-file",
+      path: "~/.gemini/settings.json",
+      merge: true,
+      format: "gemini",
+    }),
+    { services: [github, plain] },
+  ));
+  assert.deepEqual(merge.config, {
+    kind: "merge",
+    path: "/home/me/.gemini/settings.json",
+  });
+  assert.deepEqual(merge.delivery.get("github"), {
+    kind: "shim",
+    reason:
+      "agent fake would write it into /home/me/.gemini/settings.json, a file of yours",
+  });
+});
+
+Deno.test("planSession: an argv format puts the servers in the flag values, never a token", () => {
+  const profile = loaded({ flag: "-c", format: "codex-overrides" });
+  const plan = planSession(sessionOptions(profile, {
+    services: [github, plain],
+  }));
+  assert.deepEqual(plan.config, { kind: "argv" });
+  assert.equal(plan.document.kind, "argv");
+  if (plan.document.kind !== "argv") return;
+  assert.equal(plan.args.length, 2 * plan.document.values.length + 2);
+  assert.deepEqual(plan.args.slice(0, 2), ["-c", plan.document.values[0]]);
+  assert.match(
+    plan.document.values[0],
+    /^mcp_servers\.github=\{command="\/opt\/sherlock",args=\["shim"/,
+  );
+  // Whatever the broker answers, the flag values stay as planned.
+  const fetched = renderSessionConfig(plan, {
+    delivery: plan.delivery,
+    tokens: new Map([["github", "ghp_secret"]]),
+  });
+  assert.deepEqual(fetched, plan.document);
+});
+
+Deno.test("planSession: a service the agent cannot use is a config error before anything else", () => {
+  const profile = loaded({ flag: "-c", format: "codex-overrides" });
+  assert.throws(
+    () => planSession(sessionOptions(profile)),
+    (error: unknown) =>
+      error instanceof ConfigError &&
+      error.message ===
+        "service docs is a remote server with a token, and agent fake would put it in argv, " +
+          "which every local user can read; use a stdio server for it, or another agent",
+  );
+});
+
+Deno.test("planSession: config.toml's [render] tokens = shim", () => {
+  const plan = planSession(sessionOptions(loaded({ flag: "--m" }), {
+    settings: { ...DEFAULT_SETTINGS, render: { tokens: "shim" } },
+  }));
+  assert.equal(plan.delivery.get("github")?.kind, "shim");
+  assert.equal(plan.delivery.get("docs")?.kind, "inline");
+});
+
+Deno.test("planSession: an unset variable in [env] is a config error", () => {
+  const profile = loaded({ flag: "--m" }, { env: { X: "${NOPE}" } });
+  assert.throws(
+    () => planSession(sessionOptions(profile)),
+    (error: unknown) =>
+      error instanceof ConfigError && error.message.includes("${NOPE}"),
   );
 });

@@ -17,13 +17,20 @@ import {
   type ServerEntry,
 } from "../../lib/render/servers.ts";
 import type { Service } from "../../lib/services/loader.ts";
+import { planDelivery } from "../../lib/render/delivery.ts";
 
 /** The entries with every token inline (the shim has its own tests). */
 function serverEntries(
   services: Service[],
   tokens: ReadonlyMap<string, string>,
 ): Record<string, ServerEntry> {
-  return renderEntries(services, { tokens, delivery: () => "inline" });
+  const delivery = planDelivery({
+    services,
+    format: "mcp-json",
+    configured: "inline",
+    agent: "fake",
+  });
+  return renderEntries(services, { tokens, delivery });
 }
 
 /** The text of a document rendered for a file. */

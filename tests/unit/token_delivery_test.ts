@@ -1,19 +1,27 @@
 /**
- * How each token reaches its server (lib/render/servers.ts,
- * lib/launch/session_tokens.ts): inline or through the shim, the shim's
- * entries, the `$` rule, and the formats that force the shim.
+ * How each token reaches its server, decided before anything is fetched
+ * (lib/render/delivery.ts) and rendered as decided (lib/render/servers.ts):
+ * none, inline, shim or refused, the shim's entries, the `$` rule, and the
+ * formats that force the shim.
  */
 
 import assert from "node:assert/strict";
 import { parse } from "smol-toml";
-import { ConfigError } from "../../lib/errors.ts";
-import { planTokens } from "../../lib/launch/session_tokens.ts";
 import {
+  type DeliveryPlan,
+  inlineFetch,
+  planDelivery,
+  type PlanDeliveryOptions,
+  refusal,
+  servicesNeedingTokens,
+  settleDelivery,
+} from "../../lib/render/delivery.ts";
+import {
+  applyTokenFormat,
   REDACTED,
   serverEntries,
   type ServerEntry,
   type ShimContext,
-  tokenDelivery,
 } from "../../lib/render/servers.ts";
 import type { Service } from "../../lib/services/loader.ts";
 import { serviceSchema } from "../../lib/services/schema.ts";
@@ -67,19 +75,46 @@ const SHIM: ShimContext = {
   agent: "claude",
 };
 
-/** The entries with the given tokens and deliveries. */
+/** The plan for `services` (Claude's format, `[render] tokens = inline`). */
+function plan(
+  services: Service[],
+  options: Partial<PlanDeliveryOptions> = {},
+): DeliveryPlan {
+  return planDelivery({
+    services,
+    format: "mcp-json",
+    configured: "inline",
+    agent: "claude",
+    ...options,
+  });
+}
+
+/**
+ * The entries as a session renders them: planned with `configured`, then
+ * settled with what the broker answered (`tokens`, and the services whose
+ * token it `deferred` to the shim).
+ */
 function entries(
   services: Service[],
   options: {
     tokens?: Record<string, string>;
-    delivery?: (service: Service) => "inline" | "shim";
+    deferred?: string[];
+    configured?: "inline" | "shim";
   } = {},
 ): Record<string, ServerEntry> {
-  return serverEntries(services, {
-    tokens: new Map(Object.entries(options.tokens ?? {})),
-    delivery: options.delivery ?? (() => "inline"),
-    shim: SHIM,
-  });
+  const tokens = new Map(Object.entries(options.tokens ?? {}));
+  const delivery = settleDelivery(
+    plan(services, { configured: options.configured ?? "inline" }),
+    { tokens, deferred: options.deferred ?? [] },
+  );
+  return serverEntries(services, { tokens, delivery, shim: SHIM });
+}
+
+/** Each service's delivery kind. */
+function kinds(delivery: DeliveryPlan): Record<string, string> {
+  return Object.fromEntries(
+    [...delivery].map(([name, entry]) => [name, entry.kind]),
+  );
 }
 
 /** The shim entry sherlock renders for the `stdio(name)` service. */
@@ -112,10 +147,12 @@ function shimEntry(name: string, format?: string): ServerEntry {
   };
 }
 
+const ARGV_REASON = "put it in argv, which every local user can read";
+
 Deno.test("shim entry: sherlock shim … <service> -- <server>, the server's env without the token", () => {
   const result = entries([stdio("api")], {
     tokens: { api: "must-not-appear" },
-    delivery: () => "shim",
+    configured: "shim",
   });
   assert.deepEqual(result.api, shimEntry("api"));
   assert.equal(JSON.stringify(result).includes("must-not-appear"), false);
@@ -123,15 +160,16 @@ Deno.test("shim entry: sherlock shim … <service> -- <server>, the server's env
 
 Deno.test("shim entry: a [token] format other than {token} is passed as --token-format", () => {
   const result = entries([stdio("api", 'format = "Bearer {token}"')], {
-    delivery: () => "shim",
+    configured: "shim",
   });
   assert.deepEqual(result.api, shimEntry("api", "Bearer {token}"));
 });
 
 Deno.test("shim entry: a compiled sherlock is a one-word command", () => {
-  const result = serverEntries([stdio("api")], {
+  const services = [stdio("api")];
+  const result = serverEntries(services, {
     tokens: new Map(),
-    delivery: () => "shim",
+    delivery: plan(services, { configured: "shim" }),
     shim: { ...SHIM, command: ["/usr/local/bin/sherlock"] },
   });
   const entry = result.api;
@@ -142,20 +180,39 @@ Deno.test("shim entry: a compiled sherlock is a one-word command", () => {
 });
 
 Deno.test("shim entry: without the session's shim context it is a bug, not a silent inline", () => {
+  const services = [stdio("api")];
   assert.throws(
     () =>
-      serverEntries([stdio("api")], {
+      serverEntries(services, {
         tokens: new Map(),
-        delivery: () => "shim",
+        delivery: plan(services, { configured: "shim" }),
       }),
     /shim context/,
+  );
+});
+
+Deno.test("rendering: a service the plan refuses or does not name is a bug, never rendered", () => {
+  const services = [stdio("api"), remote("docs")];
+  const refused = plan(services, { format: "codex-overrides" });
+  assert.throws(
+    () =>
+      serverEntries(services, {
+        tokens: new Map(),
+        delivery: refused,
+        shim: SHIM,
+      }),
+    /service docs has no delivery to render/,
+  );
+  assert.throws(
+    () => serverEntries(services, { tokens: new Map(), delivery: new Map() }),
+    /service api has no delivery to render/,
   );
 });
 
 Deno.test("shim delivery: services without a token, and remote ones, are rendered as usual", () => {
   const result = entries([free, remote("docs")], {
     tokens: { docs: "tok" },
-    delivery: () => "shim",
+    configured: "shim",
   });
   assert.deepEqual(result.free, {
     kind: "stdio",
@@ -171,7 +228,18 @@ Deno.test("shim delivery: services without a token, and remote ones, are rendere
   });
 });
 
+Deno.test("the $ rule: an inline stdio token is fetched deferrable; the broker's deferral renders a shim entry", () => {
+  const services = [stdio("api")];
+  assert.deepEqual(inlineFetch(plan(services)), {
+    services: ["api"],
+    defer: { services: ["api"], ifContains: ["$"] },
+  });
+  const result = entries(services, { deferred: ["api"] });
+  assert.deepEqual(result.api, shimEntry("api"));
+});
+
 Deno.test("the $ rule: an inline stdio token containing $ is rendered as a shim entry", () => {
+  // What a broker too old to defer answers: the token itself.
   for (const token of ["a$b", "$HOME", "${HOME}", "$$", "tok$", "$&$1"]) {
     const result = entries([stdio("api")], { tokens: { api: token } });
     assert.deepEqual(result.api, shimEntry("api"), token);
@@ -181,22 +249,26 @@ Deno.test("the $ rule: an inline stdio token containing $ is rendered as a shim 
 
 Deno.test("the $ rule: the service's own --token-format goes along", () => {
   const result = entries([stdio("api", 'format = "token {token}"')], {
-    tokens: { api: "p$ss" },
+    deferred: ["api"],
   });
   assert.deepEqual(result.api, shimEntry("api", "token {token}"));
 });
 
-Deno.test("the $ rule: a $ in the [token] format takes the shim as well", () => {
+Deno.test("the $ rule: a $ in the [token] format takes the shim as well, decided before any fetch", () => {
   // The agent would expand the format's $ just as it would the token's.
-  const result = entries([stdio("api", 'format = "$literal:{token}"')], {
-    tokens: { api: "plain" },
-  });
+  const services = [stdio("api", 'format = "$literal:{token}"')];
+  const planned = plan(services);
+  assert.equal(planned.get("api")?.kind, "shim");
+  assert.deepEqual(inlineFetch(planned).services, []);
+  assert.deepEqual(servicesNeedingTokens(planned), ["api"]);
+  const result = entries(services, { tokens: { api: "plain" } });
   assert.deepEqual(result.api, shimEntry("api", "$literal:{token}"));
 });
 
 Deno.test("the $ rule: tokens without $ stay inline; other services are not affected", () => {
   const result = entries([stdio("api"), stdio("other")], {
-    tokens: { api: "a$b", other: "plain-token" },
+    tokens: { other: "plain-token" },
+    deferred: ["api"],
   });
   assert.deepEqual(result.api, shimEntry("api"));
   assert.deepEqual(result.other, {
@@ -208,7 +280,9 @@ Deno.test("the $ rule: tokens without $ stay inline; other services are not affe
 });
 
 Deno.test("the $ rule: a remote token with $ stays in its header (no shim for remote servers)", () => {
-  const result = entries([remote("docs")], { tokens: { docs: "a$b" } });
+  const services = [remote("docs")];
+  assert.deepEqual(inlineFetch(plan(services)).defer.services, []);
+  const result = entries(services, { tokens: { docs: "a$b" } });
   assert.deepEqual(result.docs, {
     kind: "remote",
     url: "https://docs.example.com/mcp",
@@ -227,93 +301,73 @@ Deno.test("the $ rule: a redacted token (dry run) is not a $ token", () => {
   });
 });
 
-Deno.test("tokenDelivery: the service's own delivery wins over config.toml", () => {
-  const service = stdio("api", 'delivery = "inline"');
-  assert.equal(
-    tokenDelivery({ service, configured: "shim", forceShim: false }),
-    "inline",
-  );
-  assert.equal(
-    tokenDelivery({
-      service: stdio("api", 'delivery = "shim"'),
-      configured: "inline",
-      forceShim: false,
-    }),
-    "shim",
-  );
-  assert.equal(
-    tokenDelivery({
-      service: stdio("api"),
-      configured: "shim",
-      forceShim: false,
-    }),
-    "shim",
-  );
-  assert.equal(
-    tokenDelivery({
-      service: stdio("api"),
-      configured: "inline",
-      forceShim: false,
-    }),
-    "inline",
+Deno.test("applyTokenFormat: every {token}, literally", () => {
+  assert.equal(applyTokenFormat("{token}", "a$&b$1c$$"), "a$&b$1c$$");
+  assert.equal(applyTokenFormat("x={token};y={token}", "T"), "x=T;y=T");
+  assert.equal(applyTokenFormat("Bearer {token}", "$'"), "Bearer $'");
+});
+
+Deno.test("planDelivery: the service's own delivery wins over config.toml", () => {
+  const kind = (service: Service, configured: "inline" | "shim") =>
+    plan([service], { configured }).get(service.service.name)?.kind;
+  assert.equal(kind(stdio("api", 'delivery = "inline"'), "shim"), "inline");
+  assert.equal(kind(stdio("api", 'delivery = "shim"'), "inline"), "shim");
+  assert.equal(kind(stdio("api"), "shim"), "shim");
+  assert.equal(kind(stdio("api"), "inline"), "inline");
+});
+
+Deno.test("planDelivery: a forced shim wins over everything", () => {
+  for (const format of ["codex-overrides", "gemini"] as const) {
+    const delivery = plan([stdio("api", 'delivery = "inline"')], {
+      format,
+      mergePath: format === "gemini"
+        ? "/home/me/.gemini/settings.json"
+        : undefined,
+    });
+    assert.equal(delivery.get("api")?.kind, "shim", format);
+  }
+});
+
+Deno.test("planDelivery: a remote server cannot use the shim, so [render] tokens = shim leaves it inline", () => {
+  assert.deepEqual(
+    plan([remote("docs")], { configured: "shim" }).get("docs"),
+    { kind: "inline", deferrable: false },
   );
 });
 
-Deno.test("tokenDelivery: a forced shim wins over everything", () => {
-  assert.equal(
-    tokenDelivery({
-      service: stdio("api", 'delivery = "inline"'),
-      configured: "inline",
-      forceShim: true,
-    }),
-    "shim",
-  );
-});
-
-Deno.test("tokenDelivery: a remote server cannot use the shim, so [render] tokens = shim leaves it inline", () => {
-  assert.equal(
-    tokenDelivery({
-      service: remote("docs"),
-      configured: "shim",
-      forceShim: false,
-    }),
-    "inline",
-  );
-});
-
-Deno.test("planTokens: which services need a token, and which are fetched for inline use", () => {
+Deno.test("planDelivery: which services need a token, and which are fetched for inline use", () => {
   const services = [
     free,
     stdio("api"),
     stdio("gh", 'delivery = "shim"'),
     remote("docs"),
   ];
-  const inline = planTokens({
-    services,
-    configured: "inline",
-    agent: "claude",
+  const inline = plan(services, { configured: "inline" });
+  assert.deepEqual(servicesNeedingTokens(inline), ["api", "gh", "docs"]);
+  assert.deepEqual(inlineFetch(inline).services, ["api", "docs"]);
+  assert.deepEqual(kinds(inline), {
+    free: "none",
+    api: "inline",
+    gh: "shim",
+    docs: "inline",
   });
-  assert.deepEqual(inline.needing, ["api", "gh", "docs"]);
-  assert.deepEqual(inline.inline, ["api", "docs"]);
 
-  const shim = planTokens({ services, configured: "shim", agent: "claude" });
-  assert.deepEqual(shim.needing, ["api", "gh", "docs"]);
+  const shim = plan(services, { configured: "shim" });
+  assert.deepEqual(servicesNeedingTokens(shim), ["api", "gh", "docs"]);
   // The remote service's token must still be fetched: it goes in a header.
-  assert.deepEqual(shim.inline, ["docs"]);
-  assert.equal(shim.delivery(services[1]), "shim");
-  assert.equal(shim.delivery(services[3]), "inline");
+  assert.deepEqual(inlineFetch(shim).services, ["docs"]);
+  assert.equal(shim.get("api")?.kind, "shim");
+  assert.equal(shim.get("docs")?.kind, "inline");
 });
 
-Deno.test("planTokens: [render] tokens = shim renders a remote service with its real token", () => {
+Deno.test("planDelivery: [render] tokens = shim renders a remote service with its real token", () => {
   const services = [stdio("api"), remote("docs")];
-  const plan = planTokens({ services, configured: "shim", agent: "claude" });
+  const delivery = plan(services, { configured: "shim" });
   // What the session fetches: the inline services' tokens.
-  const tokens = new Map(plan.inline.map((name) => [name, `${name}-token`]));
-  const result = serverEntries(services, {
-    tokens,
-    delivery: plan.delivery,
-    shim: SHIM,
-  });
+  const tokens = new Map(
+    inlineFetch(delivery).services.map((name) => [name, `${name}-token`]),
+  );
+  const result = serverEntries(services, { tokens, delivery, shim: SHIM });
   assert.deepEqual(result.api, shimEntry("api"));
   assert.deepEqual(result.docs, {
     kind: "remote",
@@ -323,55 +377,78 @@ Deno.test("planTokens: [render] tokens = shim renders a remote service with its 
   });
 });
 
-Deno.test("planTokens: a forced shim fetches nothing inline, even against the service's wish", () => {
+Deno.test("planDelivery: a forced shim fetches nothing inline, even against the service's wish", () => {
   const services = [free, stdio("api", 'delivery = "inline"'), stdio("gh")];
-  const plan = planTokens({
-    services,
-    configured: "inline",
+  const delivery = plan(services, {
+    format: "codex-overrides",
     agent: "codex",
-    forceShimBecause: "put it in argv, which every local user can read",
   });
-  assert.deepEqual(plan.needing, ["api", "gh"]);
-  assert.deepEqual(plan.inline, []);
+  assert.deepEqual(servicesNeedingTokens(delivery), ["api", "gh"]);
+  assert.deepEqual(inlineFetch(delivery).services, []);
   for (const service of services.slice(1)) {
-    assert.equal(plan.delivery(service), "shim");
+    assert.deepEqual(delivery.get(service.service.name), {
+      kind: "shim",
+      reason: `agent codex would ${ARGV_REASON}`,
+    });
   }
 });
 
-Deno.test("planTokens: a forced shim and a remote service with a token is a config error naming both", () => {
+Deno.test("planDelivery: a forced shim and a remote service with a token is a config error naming both", () => {
   const services = [stdio("api"), remote("docs")];
-  assert.throws(
-    () =>
-      planTokens({
-        services,
-        configured: "inline",
-        agent: "codex",
-        forceShimBecause: "put it in argv, which every local user can read",
-      }),
-    (error) => {
-      assert.ok(error instanceof ConfigError);
-      assert.equal(
-        error.message,
-        "service docs is a remote server with a token, and agent codex would put it in argv, " +
-          "which every local user can read; use a stdio server for it, or another agent",
-      );
-      return true;
-    },
+  const delivery = plan(services, {
+    format: "codex-overrides",
+    agent: "codex",
+  });
+  assert.equal(delivery.get("docs")?.kind, "refused");
+  assert.equal(
+    refusal(delivery),
+    "service docs is a remote server with a token, and agent codex would put it in argv, " +
+      "which every local user can read; use a stdio server for it, or another agent",
+  );
+  const merge = plan(services, {
+    format: "gemini",
+    agent: "gemini",
+    mergePath: "/home/me/.gemini/settings.json",
+  });
+  assert.equal(
+    refusal(merge),
+    "service docs is a remote server with a token, and agent gemini would write it into " +
+      "/home/me/.gemini/settings.json, a file of yours; use a stdio server for it, or another agent",
   );
 });
 
-Deno.test("planTokens: a forced shim with a remote service that needs no token is fine", () => {
+Deno.test("planDelivery: a forced shim with a remote service that needs no token is fine", () => {
   const open = service(`
 [service]
 name = "open"
 [server]
 url = "https://open.example.com/mcp"
 `);
-  const plan = planTokens({
-    services: [open, stdio("api")],
-    configured: "inline",
+  const delivery = plan([open, stdio("api")], {
+    format: "codex-overrides",
     agent: "codex",
-    forceShimBecause: "put it in argv",
   });
-  assert.deepEqual(plan.needing, ["api"]);
+  assert.equal(refusal(delivery), undefined);
+  assert.deepEqual(servicesNeedingTokens(delivery), ["api"]);
+});
+
+Deno.test("planDelivery: an SSE server with Codex is refused, and said before a token refusal", () => {
+  const sse = service(`
+[service]
+name = "sse"
+[server]
+url = "https://sse.example.com/sse"
+transport = "sse"
+`);
+  const delivery = plan([remote("docs"), sse], {
+    format: "codex-overrides",
+    agent: "codex",
+  });
+  assert.deepEqual(kinds(delivery), { docs: "refused", sse: "refused" });
+  assert.equal(
+    refusal(delivery),
+    'service sse is an SSE server, and Codex speaks only streamable HTTP (transport = "http"); ' +
+      "agent codex cannot use it",
+  );
+  assert.equal(plan([sse]).get("sse")?.kind, "none");
 });

@@ -21,6 +21,7 @@ import {
   type SecretValue,
   type TokenRequest,
   type TokenResult,
+  type TokensDefer,
   type TokensRequest,
   type TokensResponse,
 } from "../protocol.ts";
@@ -158,13 +159,22 @@ async function route(
     const services = requireNames(body, "services");
     const session = requireString(body, "session");
     const agent = requireString(body, "agent");
+    const defer = optionalDefer(body, services);
     unlockedStore(context);
     const results = await Promise.all(
       services.map(async (service): Promise<TokenResult> => {
         try {
+          const deferIfContains = defer?.services.includes(service)
+            ? defer.ifContains
+            : undefined;
           return {
             service,
-            ...await context.tokens.token({ service, session, agent }),
+            ...await context.tokens.token({
+              service,
+              session,
+              agent,
+              deferIfContains,
+            }),
           };
         } catch (error) {
           return { service, error: describeError(error, context) };
@@ -287,6 +297,32 @@ function requireNames(body: Record<string, unknown>, key: string): string[] {
     throw badRequest(`"${key}" names a service twice`);
   }
   return value;
+}
+
+/** The `defer` of a tokens request: services among `services`, and 1–16 short strings. */
+function optionalDefer(
+  body: Partial<TokensRequest>,
+  services: readonly string[],
+): TokensDefer | undefined {
+  const defer = body.defer as unknown;
+  if (defer === undefined) return undefined;
+  const { services: deferred, ifContains } = (defer ?? {}) as Partial<
+    TokensDefer
+  >;
+  if (
+    typeof defer !== "object" || defer === null || !Array.isArray(deferred) ||
+    !deferred.every((name) => services.includes(name)) ||
+    !Array.isArray(ifContains) || ifContains.length === 0 ||
+    ifContains.length > 16 ||
+    !ifContains.every((part) =>
+      typeof part === "string" && part !== "" && part.length <= 16
+    )
+  ) {
+    throw badRequest(
+      `"defer" must be {"services": [some of "services"], "ifContains": [1 to 16 short strings]}`,
+    );
+  }
+  return { services: deferred, ifContains };
 }
 
 function badRequest(message: string): BrokerRequestError {

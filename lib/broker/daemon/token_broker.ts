@@ -17,6 +17,7 @@ import type { LoginState } from "./login_state.ts";
 import { BrokerRequestError } from "./request_error.ts";
 import { tokenSource } from "./sources/registry.ts";
 import { type Token, TokenCache } from "./token_cache.ts";
+import { TokenHandoffs } from "./token_handoff.ts";
 
 // handler.ts imports the error from here; it lives in request_error.ts.
 export { BrokerRequestError } from "./request_error.ts";
@@ -37,6 +38,7 @@ export interface TokenBrokerOptions {
 export class TokenBroker {
   #options: TokenBrokerOptions;
   #cache = new TokenCache();
+  #handoffs = new TokenHandoffs();
 
   /** Creates the broker with an empty cache. */
   constructor(options: TokenBrokerOptions) {
@@ -48,13 +50,21 @@ export class TokenBroker {
     return this.#cache.size;
   }
 
-  /** Drops every cached token (logout, idle lock). */
+  /** Drops every cached token and every token kept for a shim (logout, idle lock). */
   clear(): void {
     this.#cache.clear();
+    this.#handoffs.clear();
   }
 
-  /** Serves one token request. Throws {@linkcode BrokerRequestError}. */
-  async token(request: TokenRequest): Promise<TokenResponse> {
+  /**
+   * Serves one token request. Throws {@linkcode BrokerRequestError}. With
+   * `deferIfContains`, a token that holds one of those strings is kept for
+   * the session's shim instead (see `token_handoff.ts`): answered as
+   * deferred, and audited when the shim takes it.
+   */
+  async token(
+    request: TokenRequest & { deferIfContains?: readonly string[] },
+  ): Promise<TokenResponse | { deferred: true }> {
     if (this.#options.login.store === undefined) throw notLoggedIn();
     const service = await this.#service(request.service);
     const { token } = service;
@@ -66,11 +76,23 @@ export class TokenBroker {
     }
     // A changed [token] table must not reuse a token fetched the old way.
     const key = `${request.service}\0${sha256Hex(JSON.stringify(token))}`;
+    const handoff = {
+      session: request.session,
+      service: request.service,
+      tokenKey: key,
+    };
     try {
-      const served = await this.#cache.get(key, () => this.#fetch(service));
+      const served = this.#handoffs.take(handoff) ??
+        await this.#cache.get(key, () => this.#fetch(service));
       // A logout or idle lock while the helper ran: no token for anyone.
       if (this.#options.login.store === undefined) throw notLoggedIn();
       this.#options.login.touch();
+      if (
+        request.deferIfContains?.some((part) => served.token.includes(part))
+      ) {
+        this.#handoffs.hold(handoff, served);
+        return { deferred: true };
+      }
       const expiresAt = served.expiresAt === undefined
         ? null
         : new Date(served.expiresAt).toISOString();

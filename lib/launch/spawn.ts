@@ -15,7 +15,7 @@
  */
 
 import { ExecutableNotFoundError, NotExecutableError } from "../errors.ts";
-import { descendantsInGroup } from "./process_tree.ts";
+import { descendantsInGroup } from "../runtime/processes.ts";
 
 /**
  * The numbers of the signals sherlock catches: the same on Linux and macOS.

@@ -17,7 +17,7 @@
 import { join } from "../runtime/path.ts";
 import { type MergeRestore, restoreMergedConfig } from "./merged_config.ts";
 import { CantCreateError } from "../errors.ts";
-import { readProcStat } from "../launch/process_tree.ts";
+import { readProcStat } from "../runtime/processes.ts";
 import {
   describeFsError,
   ensurePrivateDir,

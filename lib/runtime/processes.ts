@@ -1,6 +1,8 @@
 /**
- * The processes an agent started, so that a forwarded signal reaches them
- * as it would when a shell signals the job's process group.
+ * Processes, read from Linux's `/proc` (no library does this without a
+ * `node:` import): the processes an agent started, so that a forwarded
+ * signal reaches them as it would when a shell signals the job's process
+ * group, and `/proc/<pid>/stat` itself.
  *
  * Some agent CLIs are launchers that do not pass signals on: the npm
  * `copilot` command leaves its native binary (and its MCP servers) running
@@ -9,9 +11,9 @@
  * cannot signal the group without signalling itself; it signals the agent
  * and every descendant still in that group instead (processes that moved
  * to a group of their own, like Codex's servers, are their owner's to stop).
- * Linux only (`/proc`); elsewhere only the agent itself is signalled. The
- * one `/proc/<pid>/stat` parser lives here too: session records use it to
- * tell a session's process from a later one with the same pid.
+ * Linux only; elsewhere only the agent itself is signalled. Session
+ * records use the stat parser to tell a session's process from a later one
+ * with the same pid.
  *
  * @module
  */

@@ -9,7 +9,7 @@ import { stringify } from "smol-toml";
 import { formatProblem } from "../config/toml_files.ts";
 import { ConfigError, ExitCode, UsageError } from "../errors.ts";
 import type { ExpandContext } from "../config/expand.ts";
-import { findExecutable } from "../launch/executable.ts";
+import { findExecutable } from "../launch/spawn.ts";
 import { buildEnv } from "../launch/plan.ts";
 import {
   loadAllProfiles,

@@ -9,7 +9,7 @@
  */
 
 import { UsageError } from "../errors.ts";
-import { findExecutable } from "../launch/executable.ts";
+import { findExecutable } from "../launch/spawn.ts";
 import type { SessionPlan } from "../launch/plan.ts";
 import { executeSession, prepareSession } from "../launch/session.ts";
 import { COMMANDS, isHelpFlag } from "./commands.ts";

@@ -31,9 +31,14 @@ import { selfCommand } from "../self_command.ts";
 import { loadServices } from "../services/loader.ts";
 import { loadSettings } from "../config/settings.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
-import { requireExecutable } from "./executable.ts";
+
 import { planSession, renderSessionConfig, type SessionPlan } from "./plan.ts";
-import { signalNumber, SignalRelay, spawnError } from "./spawn.ts";
+import {
+  requireExecutable,
+  signalNumber,
+  SignalRelay,
+  spawnError,
+} from "./spawn.ts";
 
 /** What `sherlock run` asks for. */
 export interface SessionOptions {

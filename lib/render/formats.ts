@@ -35,7 +35,6 @@ export type RenderedDocument =
   | {
     /** Flag values: one `[flag, value]` pair per server in the agent's argv. */
     kind: "argv";
-    /** The values. */
     values: string[];
   };
 

@@ -15,7 +15,6 @@ export interface StdioEntry {
   kind: "stdio";
   /** The program to start. */
   command: string;
-  /** Its arguments. */
   args: string[];
   /** Variables added to the server's environment (may hold a token). */
   env: Record<string, string>;

@@ -8,7 +8,6 @@
 
 /** A token and its lifetime. */
 export interface Token {
-  /** The token. */
   token: string;
   /** When it expires, in ms since the epoch; unknown tokens are not cached. */
   expiresAt?: number;

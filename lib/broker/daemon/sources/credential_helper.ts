@@ -13,7 +13,6 @@ import { concatBytes } from "../../../runtime/bytes.ts";
 
 /** What a helper produced. */
 export interface HelperToken {
-  /** The token. */
   token: string;
   /** When it expires, in ms since the epoch, if the helper said. */
   expiresAt?: number;

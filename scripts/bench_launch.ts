@@ -24,6 +24,8 @@ export interface BenchOptions {
   root: string;
   /** A `deno compile`d sherlock to measure as well. */
   bin?: string;
+  /** Another checkout (e.g. an older commit) measured in the same rounds. */
+  baseline?: string;
   /** A `deno compile`d floor to compare `bin` against. */
   floorBin?: string;
 }
@@ -43,13 +45,16 @@ interface Variant {
 const SERVICE_COUNTS = [0, 1, 10] as const;
 
 const USAGE =
-  `Usage: deno task bench [--runs N] [--warmup N] [--root DIR] [--bin PATH] [--floor-bin PATH]
+  `Usage: deno task bench [--runs N] [--warmup N] [--root DIR] [--bin PATH] [--floor-bin PATH] [--baseline DIR]
 
   --runs N         measured rounds (default 30); each runs every variant once
   --warmup N       unmeasured rounds first (default 3)
   --root DIR       the sherlock checkout to measure (default: this one)
   --bin PATH       also measure a deno compile'd sherlock binary
   --floor-bin PATH the floor for --bin: a compiled spawn-and-exit program
+  --baseline DIR   another checkout (e.g. a worktree of an older commit) whose
+                   warm launches run in the same interleaved rounds, for a
+                   before/after ratio that the machine's drift cannot skew
                    (default: the deno run floor)`;
 
 /** Parses the command line; throws a one-line message on a mistake. */
@@ -79,6 +84,7 @@ export function parseBenchArgs(args: readonly string[]): BenchOptions {
     else if (arg === "--root") options.root = value();
     else if (arg === "--bin") options.bin = value();
     else if (arg === "--floor-bin") options.floorBin = value();
+    else if (arg === "--baseline") options.baseline = value();
     else throw new Error(`unknown argument ${arg}`);
   }
   return options;
@@ -277,6 +283,18 @@ function variants(options: BenchOptions, sandbox: Sandbox): Variant[] {
         ),
     });
   }
+  if (options.baseline) {
+    const baselineMain = join(options.baseline, "main.ts");
+    for (const count of SERVICE_COUNTS) {
+      const env = sandbox.envs.get(`${count}`)!;
+      result.push({
+        name: `baseline ${count} warm`,
+        argv: [deno, "run", "--allow-all", baselineMain, "run", "trivial"],
+        // Its own validation cache: the two checkouts may differ in it.
+        env: { ...env, XDG_CACHE_HOME: `${env.XDG_CACHE_HOME}-baseline` },
+      });
+    }
+  }
   if (options.bin) {
     result.push({
       name: "compiled floor",
@@ -331,7 +349,7 @@ function ratio(value: number, floor: number): string {
 /** The Markdown report of a benchmark. */
 export function report(
   times: Measurements,
-  options: { runs: number; compiled: boolean },
+  options: { runs: number; compiled: boolean; baseline?: string },
 ): string {
   const wall = (name: string) =>
     summarize((times.get(name) ?? []).map((sample) => sample.wall));
@@ -412,6 +430,33 @@ export function report(
       } | +${ms(cold.median - warm.median)} |`,
     );
   }
+  if (options.baseline) {
+    lines.push(
+      "",
+      `This checkout against the baseline ${options.baseline}, warm cache,`,
+      "in the same rounds:",
+      "",
+      "| services | baseline median | this median | this / baseline | baseline CPU | this CPU | CPU ratio |",
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    );
+    for (const count of SERVICE_COUNTS) {
+      const base = wall(`baseline ${count} warm`);
+      const own = wall(`sherlock ${count} warm`);
+      const baseCpu = cpu(`baseline ${count} warm`);
+      const ownCpu = cpu(`sherlock ${count} warm`);
+      lines.push(
+        `| ${count} | ${ms(base.median)} | ${ms(own.median)} | ${
+          (own.median / base.median).toFixed(3)
+        } | ${baseCpu === undefined ? "n/a" : ms(baseCpu)} | ${
+          ownCpu === undefined ? "n/a" : ms(ownCpu)
+        } | ${
+          baseCpu === undefined || ownCpu === undefined
+            ? "n/a"
+            : (ownCpu / baseCpu).toFixed(3)
+        } |`,
+      );
+    }
+  }
   if (options.compiled) {
     lines.push("", "Compiled binary:", "", ...header);
     lines.push(row("floor", "compiled floor", "compiled floor"));
@@ -465,7 +510,11 @@ async function main(args: readonly string[]): Promise<number> {
     });
     if (progress) Deno.stderr.writeSync(encoder.encode("\n"));
     console.log(`${new Date().toISOString().slice(0, 10)}, ${machine()}\n`);
-    console.log(report(times, { runs: options.runs, compiled: !!options.bin }));
+    console.log(report(times, {
+      runs: options.runs,
+      compiled: !!options.bin,
+      baseline: options.baseline,
+    }));
     return 0;
   } catch (error) {
     console.error(`\nbench: ${(error as Error).message}`);

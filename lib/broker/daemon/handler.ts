@@ -17,6 +17,7 @@ import {
   type LoginRequest,
   MAX_BODY_BYTES,
   MAX_SERVICES_PER_REQUEST,
+  MIN_PASSPHRASE_LENGTH,
   type SecretList,
   type SecretValue,
   type TokenRequest,
@@ -119,6 +120,12 @@ async function route(
     const passphrase = requireString(body, "passphrase");
     if (body.create !== undefined && typeof body.create !== "boolean") {
       throw badRequest(`"create" must be a boolean`);
+    }
+    // sherlock login checks this first; any other client meets it here.
+    if (body.create === true && passphrase.length < MIN_PASSPHRASE_LENGTH) {
+      throw badRequest(
+        `the passphrase is too short: a new store needs at least ${MIN_PASSPHRASE_LENGTH} characters`,
+      );
     }
     try {
       const whoami = await context.login.login(

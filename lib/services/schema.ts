@@ -10,7 +10,12 @@
 
 import { z } from "zod";
 import type { Validation } from "../config/toml_files.ts";
-import { ENV_NAME_PATTERN, NAME_PATTERN } from "../config/names.ts";
+import {
+  ENV_NAME_PATTERN,
+  hasControlCharacters,
+  HEADER_NAME_PATTERN,
+  NAME_PATTERN,
+} from "../config/names.ts";
 import { validateWith } from "../config/schema_problems.ts";
 import { TOKEN_SOURCES, type TokenSourceName } from "./token_sources.ts";
 
@@ -28,7 +33,13 @@ const serverSchema = z.strictObject({
     error: "must be an http:// or https:// URL",
   }).optional(),
   transport: z.enum(["http", "sse"]).optional(),
-  headers: z.record(z.string(), z.string()).optional(),
+  headers: z.record(
+    z.string().regex(HEADER_NAME_PATTERN, "must be an HTTP header name"),
+    z.string().refine(
+      (value) => !hasControlCharacters(value),
+      "must not contain control characters (a newline?)",
+    ),
+  ).optional(),
 }).superRefine((server, context) => {
   if ((server.command === undefined) === (server.url === undefined)) {
     context.addIssue({

@@ -103,3 +103,17 @@ Deno.test("service problems: a timeout or ttl too large for a timer or a date", 
   assert.equal(largest.value.token.timeout, 3600);
   assert.equal(largest.value.token.ttl, 2592000);
 });
+
+Deno.test("service problems: a header name or value with control characters", () => {
+  const remote = `${SERVICE}[server]\nurl = "https://a"\n`;
+  assert.equal(
+    problem(`${remote}headers = { X-Team = "infra\\r\\nX-Injected: yes" }\n`),
+    "s.toml:5: server.headers.X-Team: must not contain control characters (a newline?)",
+  );
+  assert.equal(
+    problem(`${remote}headers = { "X-Team\\nX-Injected" = "yes" }\n`),
+    `s.toml:5: server.headers."X-Team\\nX-Injected": must be an HTTP header name`,
+  );
+  const plain = validate(`${remote}headers = { X-Team = "a b" }\n`);
+  assert.ok(plain.ok);
+});

@@ -8,7 +8,7 @@
 
 import { concatBytes } from "../../runtime/bytes.ts";
 import { ERROR_CODES } from "../../errors.ts";
-import { NAME_PATTERN } from "../../config/names.ts";
+import { hasControlCharacters, NAME_PATTERN } from "../../config/names.ts";
 import { VERSION } from "../../version.ts";
 import {
   type ErrorBody,
@@ -208,6 +208,11 @@ async function route(
     if (method === "PUT") {
       const body = await readJson<SecretValue>(request);
       const value = requireString(body, "value");
+      if (hasControlCharacters(value)) {
+        throw badRequest(
+          "the secret has control characters (a newline?); it would break the header or variable it goes into",
+        );
+      }
       await unlockedStore(context).set(name, value);
       return ok({});
     }

@@ -28,6 +28,13 @@
  */
 export const MAX_BODY_BYTES = 512 * 1024;
 
+/**
+ * A new store's passphrase must be at least this long. `sherlock login`
+ * checks it before asking the daemon; the daemon checks it again for any
+ * client.
+ */
+export const MIN_PASSPHRASE_LENGTH = 8;
+
 /** `GET /v1/health`. */
 export interface Health {
   /** Always true. */

@@ -64,7 +64,7 @@ malformed (on stderr; the exit code is then 78).
   login: {
     summary:
       "unlock the secret store in the broker (creates it the first time)",
-    // The 8 is login.ts's MIN_PASSPHRASE_LENGTH (a test keeps them equal).
+    // The 8 is protocol.ts's MIN_PASSPHRASE_LENGTH (a test keeps them equal).
     help: `Usage: sherlock login [--passphrase-file PATH]
 
 Unlocks the local secret store in the broker, which then serves tokens

@@ -17,15 +17,13 @@ import {
   logout,
   whoami,
 } from "../broker/client.ts";
+import { MIN_PASSPHRASE_LENGTH } from "../broker/protocol.ts";
 import { ExitCode, UsageError } from "../errors.ts";
 import { describeFsError } from "../private_files.ts";
 import { describeLogin } from "./login_text.ts";
 import { commandContext } from "./context.ts";
 import { printLine } from "./output.ts";
 import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
-
-/** A new store's passphrase must be at least this long. */
-export const MIN_PASSPHRASE_LENGTH = 8;
 
 /** `sherlock login`. */
 export async function loginCommand(args: readonly string[]): Promise<number> {

@@ -14,3 +14,19 @@ export const NAME_PATTERN: RegExp = /^[a-z0-9][a-z0-9_-]*$/;
 
 /** An environment variable name as POSIX shells accept it. */
 export const ENV_NAME_PATTERN: RegExp = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * An HTTP header name (RFC 9110's token): no spaces, colons or control
+ * characters.
+ */
+export const HEADER_NAME_PATTERN: RegExp = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/**
+ * Whether `value` holds a control character (U+0000–U+001F, U+007F): a
+ * newline would break the header or variable a token or secret goes into
+ * (header injection), a NUL the argv or environment it is passed in.
+ */
+export function hasControlCharacters(value: string): boolean {
+  // deno-lint-ignore no-control-regex -- control characters are the point
+  return /[\x00-\x1f\x7f]/.test(value);
+}

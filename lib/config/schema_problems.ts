@@ -8,6 +8,7 @@
 
 import type { z } from "zod";
 import type { SchemaProblem, Validation, Validator } from "./toml_files.ts";
+import { hasControlCharacters } from "./names.ts";
 
 /**
  * Validates `raw` with `schema` and reports the first issue (with a count of
@@ -70,7 +71,15 @@ export function describeIssue(
     default:
       reason = issue.message;
   }
-  return { line: findKeyLine(text, path), key: path.join("."), reason };
+  return {
+    line: findKeyLine(text, path),
+    // A key with a newline in it stays on the problem's one line.
+    key: path.map((part) =>
+      hasControlCharacters(part) ? JSON.stringify(part) : part
+    )
+      .join("."),
+    reason,
+  };
 }
 
 function nameOfType(expected: string): string {

@@ -9,6 +9,12 @@ import { z } from "zod";
 import type { Validation } from "./toml_files.ts";
 import { validateWith } from "./schema_problems.ts";
 
+/**
+ * The largest `[broker] idle_timeout`, in seconds: 7 days. (A timer cannot
+ * wait longer than ~24.8 days; a week of idleness is long enough.)
+ */
+export const MAX_IDLE_TIMEOUT_SECONDS = 7 * 24 * 3600;
+
 /** config.toml as the schema normalizes it. */
 export const settingsSchema = z.strictObject({
   login: z.strictObject({
@@ -21,7 +27,10 @@ export const settingsSchema = z.strictObject({
   }).default({ provider: "local" }),
   broker: z.strictObject({
     idle_timeout: z.int().positive("must be a positive number of seconds")
-      .optional(),
+      .max(
+        MAX_IDLE_TIMEOUT_SECONDS,
+        `must be at most ${MAX_IDLE_TIMEOUT_SECONDS} seconds (7 days)`,
+      ).optional(),
   }).default({}),
   render: z.strictObject({
     tokens: z.enum(["inline", "shim"]).default("inline"),

@@ -10,7 +10,12 @@
 
 import { z } from "zod";
 import type { Validation } from "../config/toml_files.ts";
-import { ENV_NAME_PATTERN, NAME_PATTERN } from "../config/names.ts";
+import {
+  ENV_NAME_PATTERN,
+  hasControlCharacters,
+  HEADER_NAME_PATTERN,
+  NAME_PATTERN,
+} from "../config/names.ts";
 import { validateWith } from "../config/schema_problems.ts";
 import { TOKEN_SOURCES, type TokenSourceName } from "./token_sources.ts";
 
@@ -28,7 +33,13 @@ const serverSchema = z.strictObject({
     error: "must be an http:// or https:// URL",
   }).optional(),
   transport: z.enum(["http", "sse"]).optional(),
-  headers: z.record(z.string(), z.string()).optional(),
+  headers: z.record(
+    z.string().regex(HEADER_NAME_PATTERN, "must be an HTTP header name"),
+    z.string().refine(
+      (value) => !hasControlCharacters(value),
+      "must not contain control characters (a newline?)",
+    ),
+  ).optional(),
 }).superRefine((server, context) => {
   if ((server.command === undefined) === (server.url === undefined)) {
     context.addIssue({
@@ -56,6 +67,18 @@ const serverSchema = z.strictObject({
   }
 });
 
+/**
+ * The largest `[token] timeout`, in seconds: one hour. A helper that needs
+ * longer is stuck; beyond ~24.8 days the timer would overflow anyway.
+ */
+export const MAX_TOKEN_TIMEOUT_SECONDS = 3600;
+
+/**
+ * The largest `[token] ttl`, in seconds: 30 days. Far beyond it an expiry
+ * computed from the ttl is no longer a valid date.
+ */
+export const MAX_TOKEN_TTL_SECONDS = 30 * 24 * 3600;
+
 const tokenSchema = z.strictObject({
   source: z.enum(TOKEN_SOURCES, {
     // Anything else gets schema_problems.ts's "must be one of" the names.
@@ -70,9 +93,16 @@ const tokenSchema = z.strictObject({
     .optional(),
   format: z.string().includes("{token}", { message: "must contain {token}" })
     .optional(),
-  ttl: z.int().positive("must be a positive number of seconds").optional(),
+  ttl: z.int().positive("must be a positive number of seconds")
+    .max(
+      MAX_TOKEN_TTL_SECONDS,
+      `must be at most ${MAX_TOKEN_TTL_SECONDS} seconds (30 days)`,
+    ).optional(),
   timeout: z.number().positive("must be a positive number of seconds")
-    .default(30),
+    .max(
+      MAX_TOKEN_TIMEOUT_SECONDS,
+      `must be at most ${MAX_TOKEN_TIMEOUT_SECONDS} seconds (an hour)`,
+    ).default(30),
   delivery: z.enum(["inline", "shim"]).optional(),
 });
 

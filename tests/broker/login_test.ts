@@ -14,6 +14,7 @@ import {
   createBrokerHome,
   PASSPHRASE,
 } from "../helpers/broker_home.ts";
+import { MIN_PASSPHRASE_LENGTH } from "../../lib/broker/protocol.ts";
 import { modeOf } from "../helpers/files.ts";
 import { tokenServiceToml } from "../helpers/profiles.ts";
 import {
@@ -22,6 +23,7 @@ import {
   sherlockCommand,
   type SherlockResult,
 } from "../helpers/sherlock.ts";
+import { rawExchange } from "../helpers/socket_http.ts";
 import { runSherlockNullStdin, runSherlockOnPty } from "../helpers/terminal.ts";
 import { exists } from "../helpers/wait.ts";
 
@@ -394,4 +396,29 @@ Deno.test("[broker] idle_timeout locks the store again", async () => {
     join(home.stateHome, "sherlock", "broker.log"),
   );
   assert.match(log, /idle timeout: store locked/);
+});
+
+Deno.test("the daemon itself refuses to create a store with a short passphrase", async () => {
+  await using home = await createBrokerHome();
+  const start = await home.sherlock(["broker", "start"]);
+  assert.equal(start.code, 0, start.stderr);
+  const body = JSON.stringify({ passphrase: "x", create: true });
+  const answer = await rawExchange(
+    home.socket,
+    `POST /v1/login HTTP/1.1\r\nHost: sherlock\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+  );
+  assert.equal(answer.status, 400, answer.text);
+  const error = (answer.json as { error: { code: string; message: string } })
+    .error;
+  assert.equal(error.code, "bad_request");
+  assert.match(
+    error.message,
+    new RegExp(`at least ${MIN_PASSPHRASE_LENGTH} characters`),
+  );
+  assert.equal(exists(storePath(home)), false);
+  const who = await home.sherlock(["whoami"]);
+  assert.equal(who.code, 77);
+  // A long enough one creates it.
+  await home.login();
+  assert.equal(exists(storePath(home)), true);
 });

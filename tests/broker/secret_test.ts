@@ -10,6 +10,7 @@ import { createBrokerHome } from "../helpers/broker_home.ts";
 import { randomToken } from "../helpers/leaks.ts";
 import { tokenServiceToml } from "../helpers/profiles.ts";
 import { lines } from "../helpers/sherlock.ts";
+import { rawExchange } from "../helpers/socket_http.ts";
 import { runSherlockNullStdin, runSherlockOnPty } from "../helpers/terminal.ts";
 
 Deno.test("secret set from stdin, ls shows names and dates never values, rm", async () => {
@@ -173,4 +174,31 @@ Deno.test("on a terminal, secret set prompts without echo, and not at all when l
   assert.equal(set.screen.includes(value), false, "no echo");
   const ls = await home.sherlock(["secret", "ls"]);
   assert.match(ls.stdout, /^api /m);
+});
+
+Deno.test("a secret with control characters is refused (CLI and raw PUT): nothing stored", async () => {
+  await using home = await createBrokerHome();
+  await home.login();
+  const set = await home.sherlock(["secret", "set", "github"], {
+    stdin: "ghp_a\nX-Injected: yes\n",
+  });
+  assert.equal(set.code, 2, set.stderr);
+  assert.equal(lines(set.stderr).length, 1, set.stderr);
+  assert.match(set.stderr, /control characters/);
+  assert.equal(set.stderr.includes("Injected"), false);
+
+  const body = JSON.stringify({ value: "ghp_a\r\nX-Injected: yes" });
+  const put = await rawExchange(
+    home.socket,
+    `PUT /v1/secrets/github HTTP/1.1\r\nHost: sherlock\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+  );
+  assert.equal(put.status, 400, put.text);
+  assert.equal(
+    (put.json as { error: { code: string } }).error.code,
+    "bad_request",
+  );
+
+  const ls = await home.sherlock(["secret", "ls"]);
+  assert.equal(ls.code, 0);
+  assert.equal(ls.stdout.includes("github"), false);
 });

@@ -427,3 +427,20 @@ Deno.test("agents looks the executable up on the PATH the agent will get", async
   assert.equal(run.code, 0, run.stderr);
   assert.equal(agent.record().argv0, path);
 });
+
+Deno.test("a config.toml idle_timeout beyond 7 days: exit 78 on one line; no agent", async () => {
+  await using home = await createTestHome();
+  addFakeAgent(home, { name: "fake" });
+  const config = join(home.configHome, "sherlock", "config.toml");
+  Deno.mkdirSync(join(home.configHome, "sherlock"), { recursive: true });
+  Deno.writeTextFileSync(config, "[broker]\nidle_timeout = 2200000\n");
+  using agent = new AgentRun(home.scratch);
+  const result = await runSherlock(["fake"], {
+    env: { ...home.env, ...agent.env },
+  });
+  assert.equal(result.code, 78);
+  assert.deepEqual(lines(result.stderr), [
+    `sherlock: ${config}:2: broker.idle_timeout: must be at most 604800 seconds (7 days)`,
+  ]);
+  assert.equal(agent.hasStarted, false);
+});

@@ -11,7 +11,7 @@ import {
   isCommandName,
   loadCommand,
 } from "../../lib/cli/commands.ts";
-import { MIN_PASSPHRASE_LENGTH } from "../../lib/cli/login.ts";
+import { MIN_PASSPHRASE_LENGTH } from "../../lib/broker/protocol.ts";
 
 const entries = Object.entries(COMMANDS) as [CommandName, CommandSpec][];
 

@@ -86,3 +86,34 @@ Deno.test("service problems: one line each, with the line of the key", () => {
     "s.toml: service: missing; a table is required",
   );
 });
+
+Deno.test("service problems: a timeout or ttl too large for a timer or a date", () => {
+  const token =
+    `${SERVICE}[server]\ncommand = "c"\n[token]\nsource = "secret"\nenv = "T"\n`;
+  assert.equal(
+    problem(`${token}timeout = 2200000\n`),
+    "s.toml:8: token.timeout: must be at most 3600 seconds (an hour)",
+  );
+  assert.equal(
+    problem(`${token}ttl = 9007199254740991\n`),
+    "s.toml:8: token.ttl: must be at most 2592000 seconds (30 days)",
+  );
+  const largest = validate(`${token}timeout = 3600\nttl = 2592000\n`);
+  assert.ok(largest.ok);
+  assert.equal(largest.value.token.timeout, 3600);
+  assert.equal(largest.value.token.ttl, 2592000);
+});
+
+Deno.test("service problems: a header name or value with control characters", () => {
+  const remote = `${SERVICE}[server]\nurl = "https://a"\n`;
+  assert.equal(
+    problem(`${remote}headers = { X-Team = "infra\\r\\nX-Injected: yes" }\n`),
+    "s.toml:5: server.headers.X-Team: must not contain control characters (a newline?)",
+  );
+  assert.equal(
+    problem(`${remote}headers = { "X-Team\\nX-Injected" = "yes" }\n`),
+    `s.toml:5: server.headers."X-Team\\nX-Injected": must be an HTTP header name`,
+  );
+  const plain = validate(`${remote}headers = { X-Team = "a b" }\n`);
+  assert.ok(plain.ok);
+});

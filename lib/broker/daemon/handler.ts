@@ -8,7 +8,7 @@
 
 import { concatBytes } from "../../runtime/bytes.ts";
 import { ERROR_CODES } from "../../errors.ts";
-import { NAME_PATTERN } from "../../config/names.ts";
+import { hasControlCharacters, NAME_PATTERN } from "../../config/names.ts";
 import { VERSION } from "../../version.ts";
 import {
   type ErrorBody,
@@ -17,6 +17,7 @@ import {
   type LoginRequest,
   MAX_BODY_BYTES,
   MAX_SERVICES_PER_REQUEST,
+  MIN_PASSPHRASE_LENGTH,
   type SecretList,
   type SecretValue,
   type TokenRequest,
@@ -120,6 +121,12 @@ async function route(
     if (body.create !== undefined && typeof body.create !== "boolean") {
       throw badRequest(`"create" must be a boolean`);
     }
+    // sherlock login checks this first; any other client meets it here.
+    if (body.create === true && passphrase.length < MIN_PASSPHRASE_LENGTH) {
+      throw badRequest(
+        `the passphrase is too short: a new store needs at least ${MIN_PASSPHRASE_LENGTH} characters`,
+      );
+    }
     try {
       const whoami = await context.login.login(
         passphrase,
@@ -201,6 +208,11 @@ async function route(
     if (method === "PUT") {
       const body = await readJson<SecretValue>(request);
       const value = requireString(body, "value");
+      if (hasControlCharacters(value)) {
+        throw badRequest(
+          "the secret has control characters (a newline?); it would break the header or variable it goes into",
+        );
+      }
       await unlockedStore(context).set(name, value);
       return ok({});
     }

@@ -10,6 +10,7 @@
  */
 
 import { concatBytes } from "../../../runtime/bytes.ts";
+import { hasControlCharacters } from "../../../config/names.ts";
 
 /** What a helper produced. */
 export interface HelperToken {
@@ -224,8 +225,7 @@ export function parseHelperOutput(
       `${options.label} printed JSON without a string "token"`,
     );
   }
-  // deno-lint-ignore no-control-regex -- control characters are the point
-  if (/[\x00-\x1f\x7f]/.test(parsed.token)) {
+  if (hasControlCharacters(parsed.token)) {
     throw new HelperError(
       `${options.label} printed a "token" with control characters (a newline?); it would break the header or variable it goes into`,
     );

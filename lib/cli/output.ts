@@ -67,6 +67,19 @@ export function reportError(error: unknown): number {
   return ExitCode.Software;
 }
 
+/**
+ * `text` with every control character (C0, DEL, C1) written as `\xNN`, so
+ * that a string from elsewhere (an audit log entry) printed on a terminal
+ * can neither send it an escape sequence nor start a line of its own.
+ */
+export function escapeControls(text: string): string {
+  return text.replace(
+    // deno-lint-ignore no-control-regex -- finding them is the point
+    /[\x00-\x1f\x7f-\x9f]/g,
+    (char) => `\\x${char.charCodeAt(0).toString(16).padStart(2, "0")}`,
+  );
+}
+
 /** Quotes a word for a POSIX shell, only when it needs it. */
 export function shellQuote(word: string): string {
   if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(word)) return word;

@@ -8,7 +8,12 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createTestHome } from "../helpers/home.ts";
 import { sh } from "../helpers/shell.ts";
-import { assertNoStackTrace, sherlockCommand } from "../helpers/sherlock.ts";
+import {
+  assertNoStackTrace,
+  lines,
+  runSherlock,
+  sherlockCommand,
+} from "../helpers/sherlock.ts";
 
 Deno.test("broker log | head -1: a closed stdout ends sherlock quietly, exit 0", async () => {
   await using home = await createTestHome();
@@ -51,4 +56,40 @@ Deno.test("broker log | head -1: a closed stdout ends sherlock quietly, exit 0",
   assertNoStackTrace(stderr);
   assert.equal(stderr, "");
   assert.equal(Deno.readTextFileSync(codeFile).trim(), "0");
+});
+
+Deno.test("broker log: control characters in an entry are printed escaped, never sent to the terminal", async () => {
+  await using home = await createTestHome();
+  const stateDir = join(home.stateHome, "sherlock");
+  Deno.mkdirSync(stateDir, { recursive: true });
+  const forged = [
+    {
+      time: "2025-01-01T00:00:00.000Z",
+      event: "token",
+      agent: "fake\x1b]0;owned\x07",
+      session: "s1\n2025-01-01T00:00:01.000Z  login  forged",
+      service: "api\x1b[2J\x1b[H",
+      source: "command\r",
+      expiresAt: null,
+      reason: "\x9b31mred\x7f\x00",
+    },
+    { time: 42, event: ["token"], agent: { a: 1 } },
+  ];
+  Deno.writeTextFileSync(
+    join(stateDir, "audit.log"),
+    ["null", "7", ...forged.map((entry) => JSON.stringify(entry))].join("\n") +
+      "\n",
+  );
+  const result = await runSherlock(["broker", "log"], { env: home.env });
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(result.stderr, "");
+  // No control character but the line ends; a header and two entries.
+  // deno-lint-ignore no-control-regex -- finding them is the point
+  assert.doesNotMatch(result.stdout, /[\x00-\x09\x0b-\x1f\x7f-\x9f]/);
+  const printed = lines(result.stdout);
+  assert.equal(printed.length, 3, result.stdout);
+  assert.match(printed[1], /fake\\x1b\]0;owned\\x07/);
+  assert.match(printed[1], /s1\\x0a2025-01-01T00:00:01\.000Z/);
+  assert.match(printed[1], /api\\x1b\[2J\\x1b\[H/);
+  assert.match(printed[1], /\\x9b31mred\\x7f\\x00$/);
 });

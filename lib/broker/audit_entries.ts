@@ -52,7 +52,9 @@ export function readAudit(path: string, count: number): AuditEntry[] {
   for (const line of text.split("\n")) {
     if (line.trim() === "") continue;
     try {
-      entries.push(JSON.parse(line));
+      const entry = JSON.parse(line);
+      // A line that is not an entry (a forged one) is skipped too.
+      if (typeof entry === "object" && entry !== null) entries.push(entry);
     } catch {
       // A torn line from a crash is not worth failing over.
     }

@@ -59,7 +59,12 @@ const LOGIN_TIMEOUT_MS = 120_000;
  */
 const TOKEN_TIMEOUT_MS = 600_000;
 
-/** Sends one request to the daemon and returns the parsed answer. */
+/**
+ * Sends one request to the daemon and returns the parsed answer, once
+ * `isAnswer` says it has the shape of the route's answer: a malformed one
+ * (a daemon of another version, or something else on the socket) is never
+ * handed on, so that no `undefined` reaches a server's environment.
+ */
 async function callBroker<T>(
   options: {
     socket: string;
@@ -67,6 +72,7 @@ async function callBroker<T>(
     path: string;
     body?: unknown;
     timeoutMs: number;
+    isAnswer: (body: unknown) => boolean;
   },
 ): Promise<T> {
   let response;
@@ -89,10 +95,45 @@ async function callBroker<T>(
     throw error;
   }
   if (response.status >= 200 && response.status < 300) {
+    if (!options.isAnswer(response.body)) {
+      throw malformedAnswer(`${options.method} ${options.path}`);
+    }
     return response.body as T;
   }
   throw brokerError(response.status, response.body);
 }
+
+/**
+ * A success answer without the route's shape: exit 70 (`Software`), like
+ * the daemon's other failures that are no fault of the operator's (it is
+ * a bug, or a daemon of another version), and not 69, which says "try
+ * again later" of a broker that waiting will not fix.
+ */
+function malformedAnswer(route: string): SherlockError {
+  return new SherlockError(
+    `broker: malformed answer to ${route}; restart the broker ("sherlock broker stop", then try again)`,
+    ExitCode.Software,
+  );
+}
+
+// The shapes of the answers (protocol.ts), checked by hand: no zod here.
+type Fields = Record<string, unknown>;
+const isObject = (value: unknown): value is Fields =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+const isAny = (body: unknown): boolean => isObject(body);
+const isToken = (value: Fields): boolean =>
+  typeof value.token === "string" && value.token !== "" &&
+  (value.expiresAt === null || typeof value.expiresAt === "string");
+const isWhoami = (body: unknown): boolean =>
+  isObject(body) && typeof body.loggedIn === "boolean" &&
+  typeof body.provider === "string" && typeof body.storeExists === "boolean";
+const isTokenResult = (value: unknown): boolean =>
+  isObject(value) && typeof value.service === "string" &&
+  ("error" in value
+    ? isObject(value.error) && typeof value.error.status === "number"
+    : "deferred" in value
+    ? value.deferred === true
+    : isToken(value));
 
 /**
  * `GET /v1/health`: the daemon's health, or undefined when nothing answers
@@ -218,6 +259,7 @@ export function whoami(socket: string): Promise<Whoami> {
     method: "GET",
     path: "/v1/whoami",
     timeoutMs: QUICK_TIMEOUT_MS,
+    isAnswer: isWhoami,
   });
 }
 
@@ -235,6 +277,8 @@ export function login(
     path: "/v1/login",
     body: request,
     timeoutMs: LOGIN_TIMEOUT_MS,
+    isAnswer: (body) =>
+      isWhoami(body) && typeof (body as Fields).created === "boolean",
   });
 }
 
@@ -245,6 +289,7 @@ export function logout(socket: string): Promise<Whoami> {
     method: "POST",
     path: "/v1/logout",
     timeoutMs: QUICK_TIMEOUT_MS,
+    isAnswer: isWhoami,
   });
 }
 
@@ -259,6 +304,7 @@ export function fetchToken(
     path: "/v1/token",
     body: request,
     timeoutMs: TOKEN_TIMEOUT_MS,
+    isAnswer: (body) => isObject(body) && isToken(body),
   });
 }
 
@@ -269,6 +315,13 @@ export function listSecrets(socket: string): Promise<SecretList> {
     method: "GET",
     path: "/v1/secrets",
     timeoutMs: QUICK_TIMEOUT_MS,
+    isAnswer: (body) =>
+      isObject(body) && Array.isArray(body.secrets) &&
+      body.secrets.every((secret) =>
+        isObject(secret) && typeof secret.name === "string" &&
+        typeof secret.created === "string" &&
+        typeof secret.updated === "string"
+      ),
   });
 }
 
@@ -282,6 +335,7 @@ export async function setSecret(
     path: secretPath(options.name),
     body: { value: options.value },
     timeoutMs: QUICK_TIMEOUT_MS,
+    isAnswer: isAny,
   });
 }
 
@@ -298,6 +352,7 @@ export async function removeSecret(
     method: "DELETE",
     path: secretPath(name),
     timeoutMs: QUICK_TIMEOUT_MS,
+    isAnswer: (body) => isObject(body) && typeof body.removed === "boolean",
   });
   return removed;
 }
@@ -312,6 +367,7 @@ export async function shutdownBroker(socket: string): Promise<void> {
     method: "POST",
     path: "/v1/shutdown",
     timeoutMs: QUICK_TIMEOUT_MS,
+    isAnswer: isAny,
   });
 }
 
@@ -353,6 +409,9 @@ export async function fetchTokens(
         : {}),
     } satisfies TokensRequest,
     timeoutMs: TOKEN_TIMEOUT_MS,
+    isAnswer: (body: unknown) =>
+      isObject(body) && Array.isArray(body.results) &&
+      body.results.every(isTokenResult),
   };
   let answer: TokensResponse;
   try {

@@ -24,7 +24,7 @@ import { loadSettings } from "../config/settings.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
 import { commandContext } from "./context.ts";
 import { describeLogin } from "./login_text.ts";
-import { columns, printLine } from "./output.ts";
+import { columns, escapeControls, printLine } from "./output.ts";
 
 /** How long `broker stop` waits for the daemon to stop answering. */
 const STOP_TIMEOUT_MS = 10_000;
@@ -180,6 +180,8 @@ function printAudit(auditLog: string, count: number): number {
     "NOTE",
   ]];
   for (const entry of entries) {
+    // Anyone who can reach the socket chooses some of these strings, and
+    // the log is a plain file: print them, never obey them.
     rows.push([
       entry.time,
       entry.event,
@@ -189,7 +191,7 @@ function printAudit(auditLog: string, count: number): number {
       entry.source ?? entry.provider ?? "-",
       entry.expiresAt ?? "-",
       entry.cached ? "cached" : entry.reason ?? "",
-    ]);
+    ].map((cell) => escapeControls(String(cell))));
   }
   for (const line of columns(rows)) printLine(line);
   return 0;

@@ -9,9 +9,32 @@ import { ExitCode, SherlockError } from "../errors.ts";
 
 const encoder = new TextEncoder();
 
-/** Writes a line to stdout. */
+/**
+ * Thrown when stdout's reader has gone (`sherlock agents | head`): the
+ * command stops, and sherlock exits 0 without a word, as Unix tools do
+ * (see {@linkcode reportError}).
+ */
+export class StdoutClosedError extends Error {
+  /** Creates the error. */
+  constructor() {
+    super("stdout is closed");
+    this.name = "StdoutClosedError";
+  }
+}
+
+/** Writes text to stdout as it is. Throws {@linkcode StdoutClosedError}. */
+export function printText(text: string): void {
+  try {
+    Deno.stdout.writeSync(encoder.encode(text));
+  } catch (error) {
+    if (error instanceof Deno.errors.BrokenPipe) throw new StdoutClosedError();
+    throw error;
+  }
+}
+
+/** Writes a line to stdout. Throws {@linkcode StdoutClosedError}. */
 export function printLine(line = ""): void {
-  Deno.stdout.writeSync(encoder.encode(line + "\n"));
+  printText(line + "\n");
 }
 
 /** Writes a line to stderr, prefixed with `sherlock: `. */
@@ -22,9 +45,12 @@ export function printWarning(line: string): void {
 /**
  * Prints an error as one line and returns the exit code for it. An error
  * that is not one of sherlock's own is a bug: it says so, and prints the
- * stack only when `SHERLOCK_DEBUG=1`.
+ * stack only when `SHERLOCK_DEBUG=1`. A closed stdout is not an error: the
+ * reader took what it wanted, so it is 0 and nothing is printed (as `head`
+ * expects, and so that `set -o pipefail` scripts do not fail on it).
  */
 export function reportError(error: unknown): number {
+  if (error instanceof StdoutClosedError) return 0;
   if (error instanceof SherlockError) {
     printWarning(error.message);
     return error.exitCode;
@@ -39,6 +65,19 @@ export function reportError(error: unknown): number {
     Deno.stderr.writeSync(encoder.encode(`${error.stack}\n`));
   }
   return ExitCode.Software;
+}
+
+/**
+ * `text` with every control character (C0, DEL, C1) written as `\xNN`, so
+ * that a string from elsewhere (an audit log entry) printed on a terminal
+ * can neither send it an escape sequence nor start a line of its own.
+ */
+export function escapeControls(text: string): string {
+  return text.replace(
+    // deno-lint-ignore no-control-regex -- finding them is the point
+    /[\x00-\x1f\x7f-\x9f]/g,
+    (char) => `\\x${char.charCodeAt(0).toString(16).padStart(2, "0")}`,
+  );
 }
 
 /** Quotes a word for a POSIX shell, only when it needs it. */

@@ -14,7 +14,13 @@ import type { SessionPlan } from "../launch/plan.ts";
 import { executeSession, prepareSession } from "../launch/session.ts";
 import { COMMANDS, isHelpFlag } from "./commands.ts";
 import { commandContext } from "./context.ts";
-import { columns, printLine, printWarning, shellQuote } from "./output.ts";
+import {
+  columns,
+  printLine,
+  printText,
+  printWarning,
+  shellQuote,
+} from "./output.ts";
 
 /** Runs the command; returns the exit code. */
 export async function runCommand(args: readonly string[]): Promise<number> {
@@ -118,5 +124,5 @@ function printDryRun(plan: SessionPlan): void {
   const text = document.kind === "json"
     ? document.text
     : document.values.join("\n") + "\n";
-  Deno.stdout.writeSync(new TextEncoder().encode(text));
+  printText(text);
 }

@@ -20,6 +20,13 @@ import { commandContext } from "./context.ts";
 import { columns, printLine } from "./output.ts";
 import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
 
+/**
+ * What `secret set|rm` says of an argument that is not a service name. It
+ * never repeats the argument, which may be a token pasted in the wrong place.
+ */
+export const INVALID_NAME_MESSAGE =
+  "the argument is not a service name (a service name is lowercase letters, digits, '-' and '_', starting with a letter or digit; it is not repeated here in case it is a secret)";
+
 /** Runs the command; returns the exit code. */
 export async function secretCommand(args: readonly string[]): Promise<number> {
   const [action, ...rest] = args;
@@ -51,9 +58,8 @@ export async function secretCommand(args: readonly string[]): Promise<number> {
   }
   const name = rest[0];
   if (!NAME_PATTERN.test(name)) {
-    throw new UsageError(
-      `"${name}" is not a service name (lowercase letters, digits, '-', '_')`,
-    );
+    // Not repeated: a wrong argument may be a token pasted in the wrong place.
+    throw new UsageError(INVALID_NAME_MESSAGE);
   }
   if (action === "rm") {
     const removed = await removeSecret(await brokerSocket(), name);

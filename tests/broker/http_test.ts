@@ -43,6 +43,28 @@ async function assertRefused(
   assert.ok(await home.health(), `${name}: the daemon still answers`);
 }
 
+/**
+ * For each `[what, session, agent]`, a `POST /v1/token` and a
+ * `POST /v1/tokens` with them, and the answer `expected`.
+ */
+function badCallers<T>(
+  cases: [string, string, string][],
+  expected: T,
+): [string, string, T][] {
+  return cases.flatMap(([what, session, agent]): [string, string, T][] => [
+    [
+      what,
+      post("/v1/token", JSON.stringify({ service: "github", session, agent })),
+      expected,
+    ],
+    [
+      `tokens: ${what}`,
+      post("/v1/tokens", JSON.stringify({ services: [], session, agent })),
+      expected,
+    ],
+  ]);
+}
+
 Deno.test("malformed requests get a JSON 4xx and the daemon goes on", async () => {
   await using home = await createBrokerHome();
   const start = await home.sherlock(["broker", "start"]);
@@ -118,6 +140,15 @@ Deno.test("malformed requests get a JSON 4xx and the daemon goes on", async () =
       post("/v1/token", JSON.stringify({ service: "github", agent: "a" })),
       bad,
     ],
+    // The audit log records session and agent: ids and names only.
+    ...badCallers([
+      ["session with a terminal escape", "s\x1b[2J", "a"],
+      ["session with a newline", "s\nforged line", "a"],
+      ["session of 400 KB", "s".repeat(400_000), "a"],
+      ["agent with a C1 control", "s", "a\u009b31m"],
+      ["agent with a space", "s", "a b"],
+      ["agent of 65 characters", "s", "a".repeat(65)],
+    ], bad),
     [
       "service not a name",
       post(

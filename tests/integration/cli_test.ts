@@ -124,7 +124,7 @@ Deno.test("run's help after its own options; --help after a subcommand is that s
     const [args, message] of [
       [
         ["secret", "set", "--help"],
-        `"--help" is not a service name (lowercase letters, digits, '-', '_')`,
+        "the argument is not a service name (a service name is lowercase letters, digits, '-' and '_', starting with a letter or digit; it is not repeated here in case it is a secret)",
       ],
       [["broker", "serve", "--help"], "unknown option --help for broker serve"],
       [["broker", "log", "-h"], "usage: sherlock broker log [-n N]"],
@@ -134,6 +134,23 @@ Deno.test("run's help after its own options; --help after a subcommand is that s
     assert.equal(result.code, 2, args.join(" "));
     assert.equal(result.stdout, "");
     assert.deepEqual(lines(result.stderr), [`sherlock: ${message}`]);
+  }
+});
+
+Deno.test("secret set|rm with a pasted token for a name: never echoed, says what a name looks like", async () => {
+  await using home = await createTestHome();
+  const token = "ghp_Pasted0Token0By0Mistake0123456789";
+  for (const action of ["set", "rm"]) {
+    const result = await runSherlock(["secret", action, token], {
+      env: home.env,
+      stdin: "value\n",
+    });
+    assert.equal(result.code, 2, action);
+    assert.equal(result.stdout, "");
+    assert.ok(!result.stderr.includes(token), result.stderr);
+    assert.ok(!result.stderr.includes("Pasted0Token"), result.stderr);
+    assert.match(result.stderr, /lowercase letters, digits/);
+    assert.equal(lines(result.stderr).length, 1);
   }
 });
 

@@ -509,3 +509,39 @@ Deno.test("the $ rule fetches once: one helper run, one audit entry, the token h
     entry.args[entry.args.indexOf("--session") + 1],
   );
 });
+
+Deno.test('a broker answer without a token: one line, exit 70, the server never starts with "undefined"', async () => {
+  await using home = await createBrokerHome();
+  // A fake daemon: 200 {} to everything, a token request included.
+  const socket = join(home.runtimeHome, "fake-broker.sock");
+  const requests: string[] = [];
+  const fake = Deno.serve(
+    { transport: "unix", path: socket, onListen: () => {} },
+    async (request) => {
+      await request.body?.cancel();
+      requests.push(`${request.method} ${new URL(request.url).pathname}`);
+      return Response.json({});
+    },
+  );
+  try {
+    const server = writeServer(home, "fooled-server");
+    const result = await home.sherlock([
+      ...shimArgs(home, "api", [server]).map((arg) =>
+        arg === home.socket ? socket : arg
+      ),
+    ]);
+    assertNoStackTrace(result.stderr);
+    assert.deepEqual(requests, ["POST /v1/token"]);
+    assert.equal(result.code, 70, result.stderr);
+    assert.deepEqual(lines(result.stderr), [
+      'sherlock: broker: malformed answer to POST /v1/token; restart the broker ("sherlock broker stop", then try again)',
+    ]);
+    assert.equal(
+      exists(join(home.scratch, "fooled-server.token")),
+      false,
+      "the server started",
+    );
+  } finally {
+    await fake.shutdown();
+  }
+});

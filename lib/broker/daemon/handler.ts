@@ -156,16 +156,16 @@ async function route(
     allow("POST");
     const body = await readJson<TokenRequest>(request);
     const service = requireName(body, "service");
-    const session = requireString(body, "session");
-    const agent = requireString(body, "agent");
+    const session = requireCaller(body, "session");
+    const agent = requireCaller(body, "agent");
     return ok(await context.tokens.token({ service, session, agent }));
   }
   if (pathname === "/v1/tokens") {
     allow("POST");
     const body = await readJson<TokensRequest>(request);
     const services = requireNames(body, "services");
-    const session = requireString(body, "session");
-    const agent = requireString(body, "agent");
+    const session = requireCaller(body, "session");
+    const agent = requireCaller(body, "agent");
     const defer = optionalDefer(body, services);
     unlockedStore(context);
     const results = await Promise.all(
@@ -281,6 +281,24 @@ function requireString(body: Record<string, unknown>, key: string): string {
   const value = body[key];
   if (typeof value !== "string" || value === "") {
     throw badRequest(`"${key}" must be a non-empty string`);
+  }
+  return value;
+}
+
+/**
+ * A session id or an agent's name, which the audit log records and
+ * `sherlock broker log` prints: sherlock's session ids are 12 hex digits
+ * and agent names are lowercase names, so anything beyond a short plain
+ * word is refused (no control character, no line break, no 400 KB).
+ */
+const CALLER_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+
+function requireCaller(body: Record<string, unknown>, key: string): string {
+  const value = requireString(body, key);
+  if (!CALLER_PATTERN.test(value)) {
+    throw badRequest(
+      `"${key}" must be 1 to 64 letters, digits, '.', '_' or '-'`,
+    );
   }
   return value;
 }

@@ -12,6 +12,13 @@
  */
 export const NAME_PATTERN: RegExp = /^[a-z0-9][a-z0-9_-]*$/;
 
+/**
+ * The longest profile or service name: the broker takes an agent's name of
+ * at most this length from a session (longer strings are refused there, so
+ * that nobody can flood the audit log with them).
+ */
+export const MAX_NAME_LENGTH = 64;
+
 /** An environment variable name as POSIX shells accept it. */
 export const ENV_NAME_PATTERN: RegExp = /^[A-Za-z_][A-Za-z0-9_]*$/;
 

@@ -88,6 +88,19 @@ export async function readTomlFile<T>(options: ReadTomlOptions<T>): Promise<T> {
   if (cached !== undefined) return cached as T;
 
   const raw = await parseTomlText(options.path, options.text);
+  const nul = keyHoldingNul(raw);
+  if (nul !== undefined) {
+    const { findKeyLine } = await importLazily<
+      typeof import("./schema_problems.ts")
+    >(new URL("./schema_problems.ts", import.meta.url));
+    throw new InvalidFileError({
+      path: options.path,
+      line: findKeyLine(options.text, nul),
+      key: nul.join("."),
+      reason:
+        "holds a NUL character (\\u0000), which no program can be given; remove it",
+    });
+  }
   const validate = await options.loadValidator();
   const result = validate(raw, options.text);
   if (!result.ok) {
@@ -152,6 +165,36 @@ export function readNamedTomlFile<T>(
       });
     },
   });
+}
+
+/**
+ * The key path of the first key or string value in `value` that holds a
+ * NUL character, or undefined. Such a string cannot reach an argv, an
+ * environment or most files, so it is refused before the schema sees it.
+ */
+export function keyHoldingNul(
+  value: unknown,
+  path: readonly string[] = [],
+): string[] | undefined {
+  if (typeof value === "string") {
+    return value.includes("\0") ? [...path] : undefined;
+  }
+  if (Array.isArray(value)) {
+    // An element is reported by its array's key (or a table's key inside it).
+    for (const item of value) {
+      const found = keyHoldingNul(item, path);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  if (typeof value === "object" && value !== null) {
+    for (const [key, item] of Object.entries(value)) {
+      if (key.includes("\0")) return [...path, key.replaceAll("\0", "\\0")];
+      const found = keyHoldingNul(item, [...path, key]);
+      if (found !== undefined) return found;
+    }
+  }
+  return undefined;
 }
 
 /**

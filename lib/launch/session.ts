@@ -146,6 +146,8 @@ export async function executeSession(
         `${executable} (agent ${plan.agent}) could not be started: not found; install the agent`,
       notExecutable:
         `${executable} (agent ${plan.agent}) could not be started: permission denied; check its mode and interpreter`,
+      tooLong:
+        `${executable} (agent ${plan.agent}) could not be started: its arguments and environment are larger than the system allows (one argument at most 128 KiB on Linux); shorten the profile's [argv] or [env], or the arguments`,
     });
   } finally {
     // Clean up while signals are still caught: once the relay is closed, a

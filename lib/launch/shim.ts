@@ -76,6 +76,8 @@ export async function runShim(options: ShimOptions): Promise<number> {
     throw spawnError(error, {
       notFound: `${what} was not found on PATH`,
       notExecutable: `${what} is not executable`,
+      tooLong:
+        `${what} could not be started: its arguments and environment are larger than the system allows; shorten the service's [server] args or env`,
     });
   } finally {
     relay.close();

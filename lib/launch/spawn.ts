@@ -17,7 +17,11 @@
  * @module
  */
 
-import { ExecutableNotFoundError, NotExecutableError } from "../errors.ts";
+import {
+  ConfigError,
+  ExecutableNotFoundError,
+  NotExecutableError,
+} from "../errors.ts";
 import { delimiter, isAbsolute, join } from "../runtime/path.ts";
 import { descendantsInGroup } from "../runtime/processes.ts";
 
@@ -184,18 +188,24 @@ export function signalNumber(signal: Deno.Signal): number {
 
 /**
  * The sherlock error for a child that could not be started: not found
- * (exit 127) or not executable (126), each with the caller's message; any
- * other error is returned as it is.
+ * (exit 127), not executable (126), each with the caller's message, or an
+ * argv and environment larger than the system takes (E2BIG, exit 78: they
+ * come from the profile, the services and the arguments); any other error
+ * is returned as it is.
  */
 export function spawnError(
   error: unknown,
-  messages: { notFound: string; notExecutable: string },
+  messages: { notFound: string; notExecutable: string; tooLong: string },
 ): unknown {
   if (error instanceof Deno.errors.NotFound) {
     return new ExecutableNotFoundError(messages.notFound);
   }
   if (error instanceof Deno.errors.PermissionDenied) {
     return new NotExecutableError(messages.notExecutable);
+  }
+  // Deno has no error class for E2BIG; its message carries the OS error.
+  if (error instanceof Error && /\(os error 7\)$/.test(error.message)) {
+    return new ConfigError(messages.tooLong);
   }
   return error;
 }

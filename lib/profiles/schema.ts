@@ -10,14 +10,18 @@
 
 import { z } from "zod";
 import type { Validation } from "../config/toml_files.ts";
-import { ENV_NAME_PATTERN, NAME_PATTERN } from "../config/names.ts";
+import {
+  ENV_NAME_PATTERN,
+  MAX_NAME_LENGTH,
+  NAME_PATTERN,
+} from "../config/names.ts";
 import { isArgvFormat, MCP_FORMATS } from "./mcp_formats.ts";
 import { validateWith } from "../config/schema_problems.ts";
 
 const name = z.string().regex(
   NAME_PATTERN,
   "must be lowercase letters, digits, '-' or '_', starting with a letter or digit",
-);
+).max(MAX_NAME_LENGTH, `must be at most ${MAX_NAME_LENGTH} characters`);
 const envName = z.string().regex(
   ENV_NAME_PATTERN,
   "must be an environment variable name (letters, digits, '_')",

@@ -14,6 +14,7 @@ import {
   ENV_NAME_PATTERN,
   hasControlCharacters,
   HEADER_NAME_PATTERN,
+  MAX_NAME_LENGTH,
   NAME_PATTERN,
 } from "../config/names.ts";
 import { validateWith } from "../config/schema_problems.ts";
@@ -112,7 +113,7 @@ export const serviceSchema = z.strictObject({
     name: z.string().regex(
       NAME_PATTERN,
       "must be lowercase letters, digits, '-' or '_', starting with a letter or digit",
-    ),
+    ).max(MAX_NAME_LENGTH, `must be at most ${MAX_NAME_LENGTH} characters`),
     description: z.string().default(""),
   }),
   server: serverSchema,

@@ -198,6 +198,14 @@ Deno.test("a secret with control characters is refused (CLI and raw PUT): nothin
     "bad_request",
   );
 
+  // A NUL could reach no server's environment: refused the same way.
+  const nul = await home.sherlock(["secret", "set", "github"], {
+    stdin: "ghp_a\u0000b\n",
+  });
+  assert.equal(nul.code, 2, nul.stderr);
+  assert.equal(lines(nul.stderr).length, 1, nul.stderr);
+  assert.match(nul.stderr, /control characters/);
+
   const ls = await home.sherlock(["secret", "ls"]);
   assert.equal(ls.code, 0);
   assert.equal(ls.stdout.includes("github"), false);

@@ -444,3 +444,60 @@ Deno.test("a config.toml idle_timeout beyond 7 days: exit 78 on one line; no age
   ]);
   assert.equal(agent.hasStarted, false);
 });
+
+Deno.test("a NUL character in a profile's [env]: exit 78 naming the file, line and key; no agent", async () => {
+  await using home = await createTestHome();
+  const path = addFakeAgent(home, { name: "fake", env: { X: "a\u0000b" } });
+  using agent = new AgentRun(home.scratch);
+  const result = await runSherlock(["fake"], {
+    env: { ...home.env, ...agent.env },
+  });
+  assert.equal(result.code, 78);
+  assert.deepEqual(lines(result.stderr), [
+    `sherlock: ${path}:10: env.X: holds a NUL character (\\u0000), which no program can be given; remove it`,
+  ]);
+  assert.equal(agent.hasStarted, false);
+});
+
+Deno.test("a NUL character in a service's args: the service is skipped with one line, the session runs", async () => {
+  await using home = await createTestHome();
+  addFakeAgent(home, { name: "fake" });
+  const path = home.writeService(
+    "broken",
+    stdioServiceToml("broken", { command: "srv", args: ["ok", "a\u0000b"] }),
+  );
+  using agent = new AgentRun(home.scratch);
+  const result = await runSherlock(["fake"], {
+    env: { ...home.env, ...agent.env },
+  });
+  assert.equal(result.code, 0);
+  assert.deepEqual(lines(result.stderr), [
+    `sherlock: skipping service: ${path}:6: server.args: holds a NUL character (\\u0000), which no program can be given; remove it`,
+  ]);
+  assert.equal(agent.hasStarted, true);
+});
+
+Deno.test("an argv larger than the system takes: exit 78 with one line saying what to shorten", async () => {
+  await using home = await createTestHome();
+  // Linux takes at most 128 KiB in one argument (MAX_ARG_STRLEN).
+  addFakeAgent(home, { name: "fake", prefix: ["a".repeat(200_000)] });
+  using agent = new AgentRun(home.scratch);
+  const result = await runSherlock(["fake"], {
+    env: { ...home.env, ...agent.env },
+  });
+  assert.equal(result.code, 78);
+  const stderr = lines(result.stderr);
+  assert.equal(stderr.length, 1);
+  assert.match(
+    stderr[0],
+    /^sherlock: \S+ \(agent fake\) could not be started: its arguments and environment are larger than the system allows .*shorten the profile's \[argv\] or \[env\]/,
+  );
+  assert.equal(agent.hasStarted, false);
+  assert.deepEqual(
+    [...Deno.readDirSync(home.runtimeDir)].filter((entry) =>
+      entry.name.endsWith(".json")
+    ),
+    [],
+    "the rendered config is removed",
+  );
+});

@@ -225,6 +225,10 @@ Deno.test("schema problems: values", () => {
     "a.toml:2: agent.name: must be lowercase letters, digits, '-' or '_', starting with a letter or digit",
   );
   assert.equal(
+    problem(`[agent]\nname = "${"a".repeat(65)}"\nexecutable = "a"\n${MCP}`),
+    "a.toml:2: agent.name: must be at most 64 characters",
+  );
+  assert.equal(
     problem(`[agent]\nname = "a"\nexecutable = ""\n${MCP}`),
     "a.toml:3: agent.executable: must not be empty",
   );

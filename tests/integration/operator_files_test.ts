@@ -142,3 +142,24 @@ Deno.test("a 100 MB service or profile: refused with one line, never read into m
     `sherlock: ${profile}: larger than 1 MiB; a profile is a few KiB`,
   ]);
 });
+
+Deno.test("the validation cache forgets a file that is gone on the next run", async () => {
+  await using home = await homeWithGoodService();
+  const gone = home.writeService(
+    "gone",
+    stdioServiceToml("gone", { command: "/opt/gone" }),
+  );
+  const cacheFile = join(home.cacheHome, "sherlock", "validated.json");
+  const cachedPaths = () =>
+    Object.keys(JSON.parse(Deno.readTextFileSync(cacheFile)).entries)
+      .map((key) => key.split("\0")[1]);
+
+  assert.equal((await sherlock(home, ["run", "--dry-run", "fake"])).code, 0);
+  assert.ok(cachedPaths().includes(gone), "cached while it is there");
+  Deno.removeSync(gone);
+  assert.equal((await sherlock(home, ["run", "--dry-run", "fake"])).code, 0);
+  assert.deepEqual(
+    cachedPaths().filter((path) => !path.startsWith("built-in:")).sort(),
+    [join(home.agentsDir, "fake.toml"), join(home.servicesDir, "good.toml")],
+  );
+});

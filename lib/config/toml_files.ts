@@ -2,7 +2,8 @@
  * Reading the operator's TOML files (profiles, services, config.toml):
  * parse, validate against a schema (only when the bytes changed, see
  * `validation_cache.ts`), and describe what is wrong as one line naming the
- * file, the line, the key and the reason.
+ * file, the line, the key and the reason. Only regular files of at most
+ * 1 MiB are read, with a bounded read (docs/security.md).
  *
  * @module
  */

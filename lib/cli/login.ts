@@ -82,18 +82,57 @@ export async function whoamiCommand(args: readonly string[]): Promise<number> {
   return who.loggedIn ? 0 : ExitCode.NoPermission;
 }
 
+/**
+ * At most this much is read from `--passphrase-file`: the passphrase is its
+ * first line, and a path such as /dev/zero never ends.
+ */
+const MAX_PASSPHRASE_FILE_BYTES = 64 * 1024;
+
+/**
+ * The first line of `path`. A pipe or FIFO is fine (e.g. /dev/fd/3): the
+ * read stops at the first line end, and refuses input that has none within
+ * {@linkcode MAX_PASSPHRASE_FILE_BYTES}.
+ */
 async function readPassphraseFile(path: string): Promise<string> {
-  let text: string;
+  let bytes: Uint8Array;
   try {
-    text = await Deno.readTextFile(path);
+    using file = await Deno.open(path);
+    bytes = await readUntilLineEnd(file, MAX_PASSPHRASE_FILE_BYTES);
   } catch (error) {
     throw new UsageError(
       `cannot read the passphrase from ${path}: ${describeFsError(error)}`,
     );
   }
-  const line = text.split(/\r?\n/)[0];
+  const end = bytes.indexOf(0x0a);
+  if (end === -1 && bytes.length >= MAX_PASSPHRASE_FILE_BYTES) {
+    throw new UsageError(
+      `${path}: no line end in its first 64 KiB; the passphrase must be its first line`,
+    );
+  }
+  const text = new TextDecoder("utf-8", { ignoreBOM: true })
+    .decode(end === -1 ? bytes : bytes.subarray(0, end));
+  bytes.fill(0); // No copy of the passphrase left in the buffer.
+  // As before: the line ends at "\n" or "\r\n".
+  const line = end !== -1 && text.endsWith("\r") ? text.slice(0, -1) : text;
   if (line === "") throw new UsageError(`${path} holds no passphrase`);
   return line;
+}
+
+/** Reads until a line end, the end of input, or `limit` bytes. */
+async function readUntilLineEnd(
+  file: Deno.FsFile,
+  limit: number,
+): Promise<Uint8Array> {
+  const buffer = new Uint8Array(limit);
+  let length = 0;
+  while (length < limit) {
+    const count = await file.read(buffer.subarray(length));
+    if (count === null) break;
+    const newline = buffer.subarray(length, length + count).includes(0x0a);
+    length += count;
+    if (newline) break;
+  }
+  return buffer.subarray(0, length);
 }
 
 async function promptPassphrase(create: boolean): Promise<string> {

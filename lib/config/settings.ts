@@ -29,7 +29,7 @@ export const DEFAULT_SETTINGS: Settings = {
 export async function loadSettings(
   sources: { paths: SherlockPaths; cache: ValidationCache },
 ): Promise<Settings> {
-  const text = readOperatorFile(sources.paths.configFile);
+  const text = readOperatorFile(sources.paths.configFile, "config.toml");
   if (text === undefined) return DEFAULT_SETTINGS;
   return await readTomlFile({
     kind: "settings",

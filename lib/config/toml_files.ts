@@ -2,7 +2,8 @@
  * Reading the operator's TOML files (profiles, services, config.toml):
  * parse, validate against a schema (only when the bytes changed, see
  * `validation_cache.ts`), and describe what is wrong as one line naming the
- * file, the line, the key and the reason.
+ * file, the line, the key and the reason. Only regular files of at most
+ * 1 MiB are read, with a bounded read (docs/security.md).
  *
  * @module
  */
@@ -228,16 +229,43 @@ export async function parseTomlText(
   }
 }
 
+/** The most an operator file may hold: a profile or a service is a few KiB. */
+export const MAX_OPERATOR_FILE_BYTES = 1024 * 1024;
+
 /**
  * Reads an operator's file: undefined when nothing is at `path`. Anything
  * there that cannot be read (a dangling symlink, a folder, no permission)
  * is an {@linkcode InvalidFileError}, so that it is reported and skipped
  * like a malformed file, never mistaken for a missing one.
+ *
+ * Only a regular file of at most {@linkcode MAX_OPERATOR_FILE_BYTES} is
+ * read: a FIFO would block the process (and the broker, which reads a
+ * service on every token request) until someone writes to it, and a device
+ * such as /dev/zero or a huge file would fill the memory. `what` names the
+ * kind of file in the refusal ("a profile", "a service", "config.toml").
  */
-export function readOperatorFile(path: string): string | undefined {
+export function readOperatorFile(
+  path: string,
+  what: string,
+): string | undefined {
   try {
-    return Deno.readTextFileSync(path);
+    // stat before open: opening a FIFO for reading blocks until a writer
+    // comes, and Deno has no O_NONBLOCK.
+    refuseUnusable(path, Deno.statSync(path), what);
+    using file = Deno.openSync(path);
+    // Again on what was opened: the entry may have changed since the stat.
+    const info = file.statSync();
+    refuseUnusable(path, info, what);
+    const bytes = readAtMost(file, {
+      limit: MAX_OPERATOR_FILE_BYTES + 1,
+      sizeHint: info.size,
+    });
+    if (bytes.length > MAX_OPERATOR_FILE_BYTES) throw tooLarge(path, what);
+    // As Deno.readTextFileSync decodes: invalid bytes become U+FFFD and a
+    // byte order mark is kept.
+    return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
   } catch (error) {
+    if (error instanceof InvalidFileError) throw error;
     if (error instanceof Deno.errors.NotFound && !entryExists(path)) {
       return undefined;
     }
@@ -246,6 +274,58 @@ export function readOperatorFile(path: string): string | undefined {
       reason: `cannot read it: ${describeFsError(error)}`,
     });
   }
+}
+
+function refuseUnusable(path: string, info: Deno.FileInfo, what: string) {
+  if (info.isDirectory) throw new Deno.errors.IsADirectory();
+  if (!info.isFile) {
+    throw new InvalidFileError({
+      path,
+      reason: `cannot read it: it is ${
+        describeFileType(info)
+      }, not a regular file`,
+    });
+  }
+  if (info.size > MAX_OPERATOR_FILE_BYTES) throw tooLarge(path, what);
+}
+
+function describeFileType(info: Deno.FileInfo): string {
+  if (info.isFifo) return "a FIFO";
+  if (info.isCharDevice) return "a character device";
+  if (info.isBlockDevice) return "a block device";
+  if (info.isSocket) return "a socket";
+  return "not a file";
+}
+
+function tooLarge(path: string, what: string): InvalidFileError {
+  return new InvalidFileError({
+    path,
+    reason: `larger than 1 MiB; ${what} is a few KiB`,
+  });
+}
+
+/**
+ * Reads until the end of `file` or `limit` bytes, whichever comes first:
+ * never more, even when the file grows while it is read.
+ */
+function readAtMost(
+  file: Deno.FsFile,
+  options: { limit: number; sizeHint: number },
+): Uint8Array {
+  // One byte more than the size seen: a file that grew shows as longer.
+  let buffer = new Uint8Array(Math.min(options.sizeHint + 1, options.limit));
+  let length = 0;
+  while (length < options.limit) {
+    if (length === buffer.length) {
+      const larger = new Uint8Array(Math.min(buffer.length * 2, options.limit));
+      larger.set(buffer);
+      buffer = larger;
+    }
+    const count = file.readSync(buffer.subarray(length));
+    if (count === null) break;
+    length += count;
+  }
+  return buffer.subarray(0, length);
 }
 
 function entryExists(path: string): boolean {

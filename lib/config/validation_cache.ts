@@ -4,7 +4,8 @@
  * so the launch path validates a file only when its text changed. Texts are
  * compared, not hashed (exact, and cheaper at start-up). A new version or
  * cache revision drops every entry; failures are never cached, so they are
- * reported every time.
+ * reported every time. Entries of files that are gone are dropped at the
+ * next save, and the whole is kept small: every launch reads it.
  *
  * @module
  */
@@ -27,6 +28,16 @@ const CACHE_REVISION = 5;
 /** Entries beyond this are dropped, oldest first. */
 const MAX_ENTRIES = 256;
 
+/**
+ * The entries' texts and values together stay below this many characters
+ * (oldest dropped first): an operator file may hold up to 1 MiB, and every
+ * launch reads the whole cache.
+ */
+const MAX_TOTAL_CHARS = 4 * 1024 * 1024;
+
+/** A cache file larger than this was not written by this version: ignored. */
+const MAX_FILE_BYTES = 3 * MAX_TOTAL_CHARS;
+
 interface CacheEntry {
   /** When the entry was last written, in ms since the epoch. */
   used: number;
@@ -47,6 +58,8 @@ export class ValidationCache {
   #file: string | undefined;
   #entries: Record<string, CacheEntry>;
   #dirty = false;
+  /** The keys looked up or set by this process: their files exist. */
+  #touched = new Set<string>();
 
   /**
    * Opens the cache in `cacheDir` (nothing is read until now, nothing is
@@ -55,7 +68,10 @@ export class ValidationCache {
    */
   constructor(cacheDir?: string) {
     this.#file = cacheDir ? join(cacheDir, "validated.json") : undefined;
-    this.#entries = this.#file ? readEntries(this.#file) : {};
+    const read = this.#file ? readEntries(this.#file) : undefined;
+    this.#entries = read?.entries ?? {};
+    // A cache file that could not be used is replaced at the next save.
+    this.#dirty = read?.unusable ?? false;
   }
 
   /** The key for one file: its kind and path. */
@@ -65,6 +81,7 @@ export class ValidationCache {
 
   /** The cached normalized value for `key`, if `text` is what validated. */
   get(key: string, text: string): unknown {
+    this.#touched.add(key);
     const entry = Object.hasOwn(this.#entries, key)
       ? this.#entries[key]
       : undefined;
@@ -73,23 +90,26 @@ export class ValidationCache {
 
   /** Records a successful validation of `text`. */
   set(key: string, text: string, value: unknown): void {
+    this.#touched.add(key);
     this.#entries[key] = { used: Date.now(), text, value };
     this.#dirty = true;
+    // The broker's cache lives in memory for the daemon's whole life.
+    if (this.#file === undefined) this.#entries = keptEntries(this.#entries);
   }
 
   /**
-   * Writes the cache back when something was added. A failure to write is
-   * ignored: the cache only saves time, it is never needed for correctness.
+   * Writes the cache back when something was added, or when an entry's
+   * file is gone. A failure to write is ignored: the cache only saves time,
+   * it is never needed for correctness.
    */
   save(): void {
-    if (!this.#dirty || this.#file === undefined) return;
-    const kept = Object.entries(this.#entries)
-      .sort(([, a], [, b]) => b.used - a.used)
-      .slice(0, MAX_ENTRIES);
+    if (this.#file === undefined) return;
+    this.#forgetGoneFiles();
+    if (!this.#dirty) return;
     const document: CacheDocument = {
       version: VERSION,
       revision: CACHE_REVISION,
-      entries: Object.fromEntries(kept),
+      entries: keptEntries(this.#entries),
     };
     try {
       ensurePrivateDir(join(this.#file, ".."));
@@ -104,21 +124,70 @@ export class ValidationCache {
       // The cache is an optimization; a read-only home must not stop a launch.
     }
   }
+
+  /**
+   * Drops the entries of files that are gone (one lstat for each entry not
+   * read by this process: those read just now exist).
+   */
+  #forgetGoneFiles(): void {
+    for (const key of Object.keys(this.#entries)) {
+      if (this.#touched.has(key)) continue;
+      const path = key.slice(key.indexOf("\0") + 1);
+      if (path.startsWith("built-in:") || entryExists(path)) continue;
+      delete this.#entries[key];
+      this.#dirty = true;
+    }
+  }
 }
 
-function readEntries(file: string): Record<string, CacheEntry> {
+/** The newest entries, within {@linkcode MAX_ENTRIES} and the size cap. */
+function keptEntries(
+  entries: Record<string, CacheEntry>,
+): Record<string, CacheEntry> {
+  const kept: Record<string, CacheEntry> = {};
+  let total = 0;
+  const newestFirst = Object.entries(entries)
+    .sort(([, a], [, b]) => b.used - a.used)
+    .slice(0, MAX_ENTRIES);
+  for (const [key, entry] of newestFirst) {
+    total += entry.text.length + (JSON.stringify(entry.value)?.length ?? 0);
+    if (total > MAX_TOTAL_CHARS) break;
+    kept[key] = entry;
+  }
+  return kept;
+}
+
+function entryExists(path: string): boolean {
   try {
+    Deno.lstatSync(path);
+    return true;
+  } catch (error) {
+    // Only a file known to be gone is forgotten.
+    return !(error instanceof Deno.errors.NotFound);
+  }
+}
+
+function readEntries(
+  file: string,
+): { entries: Record<string, CacheEntry>; unusable: boolean } {
+  const unusable = { entries: {}, unusable: true };
+  try {
+    // Checked before reading: a cache written by an older sherlock may be
+    // huge, and every launch would read it whole.
+    const info = Deno.statSync(file);
+    if (!info.isFile || info.size > MAX_FILE_BYTES) return unusable;
     const text = readTextIfPresent(file);
-    if (text === undefined) return {};
+    if (text === undefined) return { entries: {}, unusable: false };
     const document = JSON.parse(text) as CacheDocument;
     if (
-      document.version !== VERSION || document.revision !== CACHE_REVISION
-    ) return {};
-    if (typeof document.entries !== "object" || document.entries === null) {
-      return {};
+      document.version !== VERSION || document.revision !== CACHE_REVISION ||
+      typeof document.entries !== "object" || document.entries === null
+    ) return unusable;
+    return { entries: document.entries, unusable: false };
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      return { entries: {}, unusable: false };
     }
-    return document.entries;
-  } catch {
-    return {};
+    return unusable;
   }
 }

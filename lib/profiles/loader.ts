@@ -76,7 +76,7 @@ export async function loadProfile(
 ): Promise<LoadedProfile> {
   if (!isFileBasename(name)) throw noSuchProfile(name);
   const overridePath = join(sources.paths.agentsDir, `${name}.toml`);
-  const text = readOperatorFile(overridePath);
+  const text = readOperatorFile(overridePath, "a profile");
   if (text !== undefined) {
     return {
       profile: await readNamedTomlFile(PROFILE_FILE, {

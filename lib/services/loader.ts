@@ -39,7 +39,7 @@ export async function loadServices(sources: {
   const problems: FileProblem[] = [];
   for (const file of listTomlFiles(sources.paths.servicesDir)) {
     try {
-      const text = readOperatorFile(file.path);
+      const text = readOperatorFile(file.path, "a service");
       if (text === undefined) continue; // Removed since it was listed.
       services.push(
         await readNamedTomlFile(SERVICE_FILE, {
@@ -67,7 +67,7 @@ export async function loadService(
   sources: { paths: SherlockPaths; cache: ValidationCache },
 ): Promise<Service | undefined> {
   const path = join(sources.paths.servicesDir, `${name}.toml`);
-  const text = readOperatorFile(path);
+  const text = readOperatorFile(path, "a service");
   if (text === undefined) return undefined;
   return await readNamedTomlFile(SERVICE_FILE, {
     path,

@@ -260,6 +260,48 @@ Deno.test("--passphrase-file: a file, a file descriptor, a missing or empty file
   assert.equal(usage.stderr.includes(" x"), false, "the value is not echoed");
 });
 
+Deno.test("--passphrase-file: a FIFO works, /dev/zero is refused at once, only the first line is read", async () => {
+  await using home = await createBrokerHome();
+  // A FIFO is a legitimate passphrase file: a writer process feeds it.
+  const fifo = join(home.scratch, "passphrase.fifo");
+  assert.equal(
+    new Deno.Command("mkfifo", { args: [fifo] }).outputSync().code,
+    0,
+  );
+  const writer = new Deno.Command("/bin/sh", {
+    args: ["-c", 'printf "%s\\n" "$PASS" > "$1"', "sh", fifo],
+    env: { PASS: PASSPHRASE },
+    stdin: "null",
+  }).spawn();
+  const created = await home.sherlock(["login", "--passphrase-file", fifo], {
+    timeoutMs: 10_000,
+  });
+  assert.equal((await writer.status).code, 0);
+  assert.equal(created.code, 0, created.stderr);
+  assert.match(created.stdout, /^created the store; /);
+  await home.sherlock(["logout"]);
+
+  // Endless input without a line end: refused by the bound, not read to
+  // the end (this hung, filling the memory).
+  const zero = await home.sherlock(
+    ["login", "--passphrase-file", "/dev/zero"],
+    {
+      timeoutMs: 10_000,
+    },
+  );
+  assert.equal(zero.code, 2);
+  assert.deepEqual(lines(zero.stderr), [
+    "sherlock: /dev/zero: no line end in its first 64 KiB; the passphrase must be its first line",
+  ]);
+
+  // A first line followed by much more: the rest is never needed.
+  const long = join(home.scratch, "long");
+  Deno.writeTextFileSync(long, `${PASSPHRASE}\r\n${"x".repeat(1 << 20)}`);
+  const loggedIn = await home.sherlock(["login", "--passphrase-file", long]);
+  assert.equal(loggedIn.code, 0, loggedIn.stderr);
+  assert.match(loggedIn.stdout, /^logged in: /);
+});
+
 Deno.test("on a terminal, the passphrase prompt does not echo; Ctrl-C exits 130", async () => {
   await using home = await createBrokerHome();
   const created = await runSherlockOnPty(["login"], {

@@ -9,8 +9,10 @@ import {
   formatProblem,
   InvalidFileError,
   listTomlFiles,
+  MAX_OPERATOR_FILE_BYTES,
   parseTomlText,
   readNamedTomlFile,
+  readOperatorFile,
   readTomlFile,
   type Validator,
 } from "../../lib/config/toml_files.ts";
@@ -246,4 +248,39 @@ Deno.test("listTomlFiles: *.toml files only, sorted, none for a missing folder",
   } finally {
     await Deno.remove(folder, { recursive: true });
   }
+});
+
+Deno.test("readOperatorFile: up to 1 MiB is read, one byte more is refused without reading", async () => {
+  const folder = await Deno.makeTempDir();
+  try {
+    const path = join(folder, "a.toml");
+    Deno.writeTextFileSync(path, "\ufeffa = 1\n\xff");
+    assert.equal(
+      readOperatorFile(path, "a profile"),
+      "\ufeffa = 1\n\xff",
+      "decoded as Deno.readTextFileSync does: the BOM is kept",
+    );
+    Deno.writeFileSync(path, new Uint8Array(MAX_OPERATOR_FILE_BYTES).fill(35));
+    assert.equal(
+      readOperatorFile(path, "a profile")?.length,
+      MAX_OPERATOR_FILE_BYTES,
+    );
+    Deno.truncateSync(path, MAX_OPERATOR_FILE_BYTES + 1);
+    assert.throws(
+      () => readOperatorFile(path, "a service"),
+      (error: unknown) =>
+        error instanceof InvalidFileError &&
+        error.message === `${path}: larger than 1 MiB; a service is a few KiB`,
+    );
+    assert.equal(readOperatorFile(join(folder, "none.toml"), "x"), undefined);
+  } finally {
+    await Deno.remove(folder, { recursive: true });
+  }
+});
+
+Deno.test("readOperatorFile: a file whose size says 0 (procfs) is read to its end", () => {
+  // The size is only a hint: the bounded loop reads until the end.
+  const text = readOperatorFile("/proc/self/status", "a profile");
+  assert.match(text ?? "", /^Name:/);
+  assert.match(text ?? "", /\nPid:\s+\d+\n/);
 });

@@ -5,13 +5,22 @@
  * It never imports daemon code: the daemon is another process of the same
  * binary.
  *
+ * Before every connection the socket's folder and the socket are checked
+ * to be the current user's alone (`socket_path.ts`): another user's socket
+ * would get the passphrase and the secrets.
+ *
  * @module
  */
 
-import { socketPathProblem } from "./socket_path.ts";
+import {
+  socketLengthProblem,
+  socketPathProblem,
+  untrustedSocketProblem,
+} from "./socket_path.ts";
 import { dirname, join } from "../runtime/path.ts";
 import {
   BrokerNotRunningError,
+  CantCreateError,
   errorCodeMeaning,
   errorWithExitCode,
   ExitCode,
@@ -59,7 +68,24 @@ const LOGIN_TIMEOUT_MS = 120_000;
  */
 const TOKEN_TIMEOUT_MS = 600_000;
 
-/** Sends one request to the daemon and returns the parsed answer. */
+/**
+ * Throws unless `socket` may be connected to: {@linkcode UnavailableError}
+ * when its path is too long for a Unix socket, {@linkcode CantCreateError}
+ * when its folder or the socket is not the current user's alone. Called
+ * before every connection, so that nothing (not even a health check)
+ * reaches a socket that another user could have put there.
+ */
+function checkBrokerSocket(socket: string): void {
+  const tooLong = socketLengthProblem(socket);
+  if (tooLong !== undefined) throw new UnavailableError(tooLong);
+  const untrusted = untrustedSocketProblem(socket);
+  if (untrusted !== undefined) throw new CantCreateError(untrusted);
+}
+
+/**
+ * Sends one request to the daemon and returns the parsed answer, after
+ * checking the socket.
+ */
 async function callBroker<T>(
   options: {
     socket: string;
@@ -69,6 +95,7 @@ async function callBroker<T>(
     timeoutMs: number;
   },
 ): Promise<T> {
+  checkBrokerSocket(options.socket);
   let response;
   try {
     response = await unixHttpRequest({
@@ -96,11 +123,13 @@ async function callBroker<T>(
 
 /**
  * `GET /v1/health`: the daemon's health, or undefined when nothing answers
- * on the socket.
+ * on the socket. Throws, without connecting, when the socket cannot be
+ * trusted (see {@linkcode checkBrokerSocket}).
  */
 export async function brokerHealth(
   socket: string,
 ): Promise<Health | undefined> {
+  checkBrokerSocket(socket);
   try {
     const response = await unixHttpRequest({
       socket,
@@ -126,7 +155,8 @@ const START_LOCK_NAME = "broker.start.lock";
  * it answering (and the daemons still agree among themselves, should one be
  * started by hand). Throws {@linkcode UnavailableError} when the socket's
  * path cannot work, when the daemon exits at start (with the last line of
- * its log, `logFile`), or after the timeout.
+ * its log, `logFile`), or after the timeout; {@linkcode CantCreateError}
+ * when the socket cannot be trusted.
  */
 export async function ensureBroker(
   options: { socket: string; timeoutMs?: number; logFile?: string },

@@ -31,20 +31,31 @@ export function ensurePrivateDir(path: string): void {
     }
   }
   const info = Deno.lstatSync(path);
-  if (info.isSymlink || !info.isDirectory) {
-    throw new CantCreateError(
-      `${path} is not a plain folder (a symlink or a file); remove it and try again`,
-    );
-  }
-  const uid = Deno.uid();
-  if (uid !== null && info.uid !== null && info.uid !== uid) {
-    throw new CantCreateError(
-      `${path} belongs to another user (uid ${info.uid}); remove it or set XDG_RUNTIME_DIR`,
-    );
-  }
+  const problem = foreignDirProblem(path, info);
+  if (problem !== undefined) throw new CantCreateError(problem);
   if (info.mode !== null && (info.mode & 0o077) !== 0) {
     Deno.chmodSync(path, 0o700);
   }
+}
+
+/**
+ * Why `path` (whose lstat is `info`) is not a folder of the current user's:
+ * a symlink, something else than a folder, or another user's folder. The
+ * mode is left to the caller: {@linkcode ensurePrivateDir} tightens a
+ * folder of ours, the broker's client refuses one that is open to others.
+ */
+export function foreignDirProblem(
+  path: string,
+  info: Deno.FileInfo,
+): string | undefined {
+  if (info.isSymlink || !info.isDirectory) {
+    return `${path} is not a plain folder (a symlink or a file); remove it and try again`;
+  }
+  const uid = Deno.uid();
+  if (uid !== null && info.uid !== null && info.uid !== uid) {
+    return `${path} belongs to another user (uid ${info.uid}); remove it or set XDG_RUNTIME_DIR`;
+  }
+  return undefined;
 }
 
 /**

@@ -5,13 +5,24 @@
  * It never imports daemon code: the daemon is another process of the same
  * binary.
  *
+ * Before every connection the socket's folder and the socket are checked
+ * to be the current user's alone (`socket_path.ts`): another user's socket
+ * would get the passphrase and the secrets. And a request goes only to a
+ * daemon of this sherlock's version (asked once per process through
+ * `/v1/health`): the routes' shapes may differ between versions.
+ *
  * @module
  */
 
-import { socketPathProblem } from "./socket_path.ts";
+import {
+  socketLengthProblem,
+  socketPathProblem,
+  untrustedSocketProblem,
+} from "./socket_path.ts";
 import { dirname, join } from "../runtime/path.ts";
 import {
   BrokerNotRunningError,
+  CantCreateError,
   errorCodeMeaning,
   errorWithExitCode,
   ExitCode,
@@ -21,6 +32,7 @@ import {
 } from "../errors.ts";
 import { ensurePrivateDir } from "../private_files.ts";
 import { selfCommand } from "../self_command.ts";
+import { VERSION } from "../version.ts";
 import type {
   ErrorBody,
   Health,
@@ -60,10 +72,61 @@ const LOGIN_TIMEOUT_MS = 120_000;
 const TOKEN_TIMEOUT_MS = 600_000;
 
 /**
- * Sends one request to the daemon and returns the parsed answer, once
- * `isAnswer` says it has the shape of the route's answer: a malformed one
- * (a daemon of another version, or something else on the socket) is never
- * handed on, so that no `undefined` reaches a server's environment.
+ * The version that each socket's daemon gave in its last health answer in
+ * this process, so that a command asks only once.
+ */
+const daemonVersions = new Map<string, unknown>();
+
+/**
+ * Throws unless `socket` may be connected to: {@linkcode UnavailableError}
+ * when its path is too long for a Unix socket, {@linkcode CantCreateError}
+ * when its folder or the socket is not the current user's alone. Called
+ * before every connection, so that nothing (not even a health check)
+ * reaches a socket that another user could have put there.
+ */
+function checkBrokerSocket(socket: string): void {
+  const tooLong = socketLengthProblem(socket);
+  if (tooLong !== undefined) throw new UnavailableError(tooLong);
+  const untrusted = untrustedSocketProblem(socket);
+  if (untrusted !== undefined) throw new CantCreateError(untrusted);
+}
+
+/**
+ * What to do when the daemon's version (from its health) is not this
+ * sherlock's, or undefined when it is.
+ */
+export function versionProblem(version: unknown): string | undefined {
+  if (version === VERSION) return undefined;
+  const theirs = typeof version === "string"
+    ? `sherlock ${version}`
+    : "an unknown sherlock";
+  return `the broker runs ${theirs}, this is sherlock ${VERSION}; run "sherlock broker stop" and try again`;
+}
+
+/** Returns `health` when its daemon runs this version; throws otherwise. */
+function sameVersion(health: Health): Health {
+  const problem = versionProblem(health.version);
+  if (problem !== undefined) throw new UnavailableError(problem);
+  return health;
+}
+
+/**
+ * Throws when the daemon on `socket` runs another version. Nothing
+ * answering is left to the request itself to report.
+ */
+async function requireSameVersion(socket: string): Promise<void> {
+  if (!daemonVersions.has(socket) && !(await brokerHealth(socket))) return;
+  const problem = versionProblem(daemonVersions.get(socket));
+  if (problem !== undefined) throw new UnavailableError(problem);
+}
+
+/**
+ * Sends one request to the daemon and returns the parsed answer. Checks
+ * the socket first, and the daemon's version unless `anyVersion` (a stop
+ * must work whatever runs); the answer is returned only once `isAnswer`
+ * says it has the shape of the route's answer: a malformed one (a daemon
+ * of another version, or something else on the socket) is never handed
+ * on, so that no `undefined` reaches a server's environment.
  */
 async function callBroker<T>(
   options: {
@@ -73,8 +136,11 @@ async function callBroker<T>(
     body?: unknown;
     timeoutMs: number;
     isAnswer: (body: unknown) => boolean;
+    anyVersion?: boolean;
   },
 ): Promise<T> {
+  checkBrokerSocket(options.socket);
+  if (!options.anyVersion) await requireSameVersion(options.socket);
   let response;
   try {
     response = await unixHttpRequest({
@@ -136,12 +202,16 @@ const isTokenResult = (value: unknown): boolean =>
     : isToken(value));
 
 /**
- * `GET /v1/health`: the daemon's health, or undefined when nothing answers
- * on the socket.
+ * `GET /v1/health`: the daemon's health (whatever its version; see
+ * {@linkcode versionProblem}), or undefined when nothing answers on the
+ * socket. Throws, without connecting, when the socket cannot be trusted
+ * (see {@linkcode checkBrokerSocket}).
  */
 export async function brokerHealth(
   socket: string,
 ): Promise<Health | undefined> {
+  checkBrokerSocket(socket);
+  let health: Health | undefined;
   try {
     const response = await unixHttpRequest({
       socket,
@@ -150,10 +220,13 @@ export async function brokerHealth(
       timeoutMs: QUICK_TIMEOUT_MS,
     });
     const body = response.body as Health | undefined;
-    return response.status === 200 && body?.ok === true ? body : undefined;
+    if (response.status === 200 && body?.ok === true) health = body;
   } catch {
-    return undefined;
+    // Nothing answers.
   }
+  if (health === undefined) daemonVersions.delete(socket);
+  else daemonVersions.set(socket, health.version);
+  return health;
 }
 
 /** The lock that lets one client at a time start a daemon. */
@@ -166,14 +239,16 @@ const START_LOCK_NAME = "broker.start.lock";
  * beside the socket, so that one of them starts a daemon and the others find
  * it answering (and the daemons still agree among themselves, should one be
  * started by hand). Throws {@linkcode UnavailableError} when the socket's
- * path cannot work, when the daemon exits at start (with the last line of
- * its log, `logFile`), or after the timeout.
+ * path cannot work, when the daemon that answers runs another version,
+ * when the daemon exits at start (with the last line of its log,
+ * `logFile`), or after the timeout; {@linkcode CantCreateError} when the
+ * socket cannot be trusted.
  */
 export async function ensureBroker(
   options: { socket: string; timeoutMs?: number; logFile?: string },
 ): Promise<Health> {
   const running = await brokerHealth(options.socket);
-  if (running) return running;
+  if (running) return sameVersion(running);
   const problem = socketPathProblem(options.socket);
   if (problem !== undefined) throw new UnavailableError(problem);
   const runtimeDir = dirname(options.socket);
@@ -187,8 +262,8 @@ export async function ensureBroker(
     await lock.lock(true);
     // Whoever held the lock before may have started it.
     const started = await brokerHealth(options.socket);
-    if (started) return started;
-    return await startDaemon(options);
+    if (started) return sameVersion(started);
+    return sameVersion(await startDaemon(options));
   } finally {
     await lock.unlock().catch(() => {});
     lock.close();
@@ -368,6 +443,7 @@ export async function shutdownBroker(socket: string): Promise<void> {
     path: "/v1/shutdown",
     timeoutMs: QUICK_TIMEOUT_MS,
     isAnswer: isAny,
+    anyVersion: true,
   });
 }
 

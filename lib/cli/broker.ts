@@ -10,6 +10,7 @@ import {
   brokerHealth,
   ensureBroker,
   shutdownBroker,
+  versionProblem,
   whoami,
 } from "../broker/client.ts";
 import { readAudit } from "../broker/audit_entries.ts";
@@ -139,15 +140,19 @@ async function status(args: readonly string[]): Promise<number> {
     printLine(`broker is not running (socket ${socket})`);
     return ExitCode.Unavailable;
   }
-  const who = await whoami(socket);
   const rows = [
     ["broker", `running, pid ${health.pid}, sherlock ${health.version}`],
     ["since", health.started],
     ["socket", socket],
-    ["login", describeLogin(who)],
   ];
+  // A daemon of another version is not asked anything more: every other
+  // command refuses it too, and says the same.
+  const mismatch = versionProblem(health.version);
+  if (mismatch === undefined) {
+    rows.push(["login", describeLogin(await whoami(socket))]);
+  } else rows.push(["version", mismatch]);
   for (const line of columns(rows)) printLine(line);
-  return 0;
+  return mismatch === undefined ? 0 : ExitCode.Unavailable;
 }
 
 function log(args: readonly string[]): number {

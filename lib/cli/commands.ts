@@ -124,7 +124,8 @@ serves each session's tokens over $XDG_RUNTIME_DIR/sherlock/broker.sock.
   start                 start it in the background unless it is running
   stop                  stop it (the store locks, cached tokens are dropped)
   status                is it running, since when, who is logged in
-                        (exit 69 when it is not running)
+                        (exit 69 when it is not running, or runs another
+                        version of sherlock)
   log [-n N]            the last N entries of the audit log (default 20)`,
     module: "lib/cli/broker.ts",
     entry: "brokerCommand",

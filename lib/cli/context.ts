@@ -26,5 +26,5 @@ export interface CommandContext {
 export function commandContext(): CommandContext {
   const env = Deno.env.toObject();
   const uid = currentUid();
-  return { env, uid, paths: sherlockPaths(env, uid) };
+  return { env, uid, paths: sherlockPaths(env) };
 }

@@ -14,7 +14,10 @@ import { type Env, lookupVariable } from "./sherlock_paths.ts";
 export interface ExpandContext {
   /** The operator's environment. */
   env: Env;
-  /** The user id, for the default of `XDG_RUNTIME_DIR`. */
+  /**
+   * The user id. Unused since the default of `XDG_RUNTIME_DIR` moved below
+   * the state folder; to go once no caller sets it.
+   */
   uid: number;
 }
 
@@ -41,7 +44,7 @@ const REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
  */
 export function expandVariables(value: string, context: ExpandContext): string {
   return value.replace(REFERENCE, (_match, name: string) => {
-    const found = lookupVariable(name, context.env, context.uid);
+    const found = lookupVariable(name, context.env);
     if (found === undefined) throw new UnsetVariableError(name);
     return found;
   });

@@ -1,9 +1,9 @@
 /**
  * Where sherlock keeps things, following the XDG Base Directory spec.
  *
- * Pure: every function takes the environment (and the user id) as input, so
- * that tests and the launcher compute the same locations without touching
- * the process's own environment.
+ * Pure: every function takes the environment as input, so that tests and
+ * the launcher compute the same locations without touching the process's
+ * own environment.
  *
  * @module
  */
@@ -30,7 +30,10 @@ export interface SherlockPaths {
   stateDir: string;
   /** `$XDG_CACHE_HOME/sherlock`: the validation cache. */
   cacheDir: string;
-  /** Per-user, private, preferably tmpfs: rendered configs and the socket. */
+  /**
+   * Per-user, private, preferably tmpfs: rendered configs and the socket.
+   * `$XDG_RUNTIME_DIR/sherlock`, else `run` in the state folder.
+   */
   runtimeDir: string;
   /** The broker's Unix socket, in the runtime folder. */
   socket: string;
@@ -54,15 +57,11 @@ const XDG_HOME_DEFAULTS: Readonly<Record<string, string>> = {
  * The default of an XDG base directory variable, used when the variable is
  * unset, empty or relative (the spec says to ignore all three alike).
  * `XDG_RUNTIME_DIR` has no default in the spec; sherlock uses its own
- * per-user temp folder. Returns undefined for any other name, or when `HOME`
- * is needed and unset.
+ * (see {@linkcode fallbackRuntimeDir}). Returns undefined for any other
+ * name, or when `HOME` is needed and unset.
  */
-export function xdgDefault(
-  name: string,
-  env: Env,
-  uid: number,
-): string | undefined {
-  if (name === "XDG_RUNTIME_DIR") return fallbackRuntimeDir(env, uid);
+export function xdgDefault(name: string, env: Env): string | undefined {
+  if (name === "XDG_RUNTIME_DIR") return fallbackRuntimeDir(env);
   if (!Object.hasOwn(XDG_HOME_DEFAULTS, name) || !env.HOME) return undefined;
   return join(env.HOME, XDG_HOME_DEFAULTS[name]);
 }
@@ -74,22 +73,18 @@ export function xdgDefault(
  * empty) and has no default. Only the environment's own keys count, never
  * a property that every object inherits.
  */
-export function lookupVariable(
-  name: string,
-  env: Env,
-  uid: number,
-): string | undefined {
+export function lookupVariable(name: string, env: Env): string | undefined {
   const value = Object.hasOwn(env, name) ? env[name] : undefined;
   const isXdg = name === "XDG_RUNTIME_DIR" ||
     Object.hasOwn(XDG_HOME_DEFAULTS, name);
   if (value && (!isXdg || value.startsWith("/"))) return value;
-  return xdgDefault(name, env, uid);
+  return xdgDefault(name, env);
 }
 
-/** Computes every location from the environment and the user id. */
-export function sherlockPaths(env: Env, uid: number): SherlockPaths {
+/** Computes every location from the environment. */
+export function sherlockPaths(env: Env): SherlockPaths {
   const base = (name: string): string => {
-    const value = lookupVariable(name, env, uid);
+    const value = lookupVariable(name, env);
     if (value === undefined) {
       throw new ConfigError(`neither ${name} nor HOME is set; set HOME`);
     }
@@ -101,7 +96,7 @@ export function sherlockPaths(env: Env, uid: number): SherlockPaths {
   const runtime = env.XDG_RUNTIME_DIR;
   const runtimeDir = runtime && runtime.startsWith("/")
     ? join(runtime, "sherlock")
-    : fallbackRuntimeDir(env, uid);
+    : join(stateDir, "run");
   return {
     configDir,
     agentsDir: join(configDir, "agents.d"),
@@ -119,13 +114,15 @@ export function sherlockPaths(env: Env, uid: number): SherlockPaths {
 }
 
 /**
- * The runtime folder when `XDG_RUNTIME_DIR` is unset: `sherlock-<uid>` in the
- * system temp folder. Whoever creates it must make it 0700 and refuse it when
- * another user owns it or it is a symlink (see `private_files.ts`).
+ * The runtime folder when `XDG_RUNTIME_DIR` is unset: `run` in sherlock's
+ * state folder, inside the user's own home, where no other user can create
+ * it beforehand (a folder in /tmp could be planted, with a socket in it, by
+ * anyone: docs/security.md). Undefined when neither `XDG_STATE_HOME` nor
+ * `HOME` is set.
  */
-export function fallbackRuntimeDir(env: Env, uid: number): string {
-  const tmp = env.TMPDIR && env.TMPDIR.startsWith("/") ? env.TMPDIR : "/tmp";
-  return join(tmp, `sherlock-${uid}`);
+export function fallbackRuntimeDir(env: Env): string | undefined {
+  const state = lookupVariable("XDG_STATE_HOME", env);
+  return state === undefined ? undefined : join(state, "sherlock", "run");
 }
 
 /** The current user's id, or 0 where the platform has none (Windows). */

@@ -161,7 +161,7 @@ Deno.test("config-file: a second live session gets exit 73 naming the first", as
   assert.deepEqual(home.sessionRecords(), []);
 });
 
-Deno.test("without XDG_RUNTIME_DIR: a private per-user folder in TMPDIR", async () => {
+Deno.test("without XDG_RUNTIME_DIR: a private folder in the state folder", async () => {
   await using home = await createTestHome();
   addFakeAgent(home, { name: "fake" });
   const env = { ...home.env };
@@ -171,7 +171,7 @@ Deno.test("without XDG_RUNTIME_DIR: a private per-user folder in TMPDIR", async 
   });
   const result = await runSherlock(["fake"], { env: { ...env, ...agent.env } });
   assert.equal(result.code, 0, result.stderr);
-  const folder = join(env.TMPDIR, `sherlock-${Deno.uid()}`);
+  const folder = join(home.stateHome, "sherlock", "run");
   const config = agent.record().config!;
   assert.equal(config.path.startsWith(`${folder}/fake.`), true, config.path);
   assert.equal(config.mode, 0o600);
@@ -186,7 +186,8 @@ Deno.test("without XDG_RUNTIME_DIR: a symlink planted as the folder is refused (
   delete (env as Record<string, string | undefined>).XDG_RUNTIME_DIR;
   const target = join(home.root, "attacker");
   Deno.mkdirSync(target, { mode: 0o777 });
-  const folder = join(env.TMPDIR, `sherlock-${Deno.uid()}`);
+  const folder = join(home.stateHome, "sherlock", "run");
+  Deno.mkdirSync(join(home.stateHome, "sherlock"), { mode: 0o700 });
   Deno.symlinkSync(target, folder);
   using agent = new AgentRun(home.scratch);
   const result = await runSherlock(["fake"], { env: { ...env, ...agent.env } });

@@ -85,14 +85,17 @@ Deno.test("expandVariables: a relative XDG value is ignored, as the spec says", 
   );
 });
 
-Deno.test("expandVariables: XDG_RUNTIME_DIR falls back to sherlock's per-user temp folder", () => {
+Deno.test("expandVariables: XDG_RUNTIME_DIR falls back to sherlock's runtime folder in the state folder", () => {
   assert.equal(
-    expandVariables("${XDG_RUNTIME_DIR}", ctx({}, 1234)),
-    "/tmp/sherlock-1234",
+    expandVariables("${XDG_RUNTIME_DIR}", ctx({ HOME: "/home/op" }, 1234)),
+    "/home/op/.local/state/sherlock/run",
   );
   assert.equal(
-    expandVariables("${XDG_RUNTIME_DIR}", ctx({ TMPDIR: "/var/tmp" }, 7)),
-    "/var/tmp/sherlock-7",
+    expandVariables(
+      "${XDG_RUNTIME_DIR}",
+      ctx({ XDG_STATE_HOME: "/s", TMPDIR: "/var/tmp" }, 7),
+    ),
+    "/s/sherlock/run",
   );
 });
 

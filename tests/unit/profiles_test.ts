@@ -263,7 +263,7 @@ async function withAgents(
 ): Promise<void> {
   const home = await Deno.makeTempDir();
   try {
-    const paths = sherlockPaths({ HOME: home }, 1000);
+    const paths = sherlockPaths({ HOME: home });
     Deno.mkdirSync(paths.agentsDir, { recursive: true });
     for (const [name, text] of Object.entries(files)) {
       Deno.writeTextFileSync(join(paths.agentsDir, name), text);

@@ -17,7 +17,7 @@ Deno.test("sherlockPaths: every location from the XDG variables", () => {
       XDG_STATE_HOME: "/s",
       XDG_CACHE_HOME: "/k",
       XDG_RUNTIME_DIR: "/run/user/1000",
-    }, 1000),
+    }),
     {
       configDir: "/c/sherlock",
       agentsDir: "/c/sherlock/agents.d",
@@ -36,7 +36,7 @@ Deno.test("sherlockPaths: every location from the XDG variables", () => {
 });
 
 Deno.test("sherlockPaths: the XDG defaults below HOME", () => {
-  assert.deepEqual(sherlockPaths({ HOME: "/home/op" }, 1000), {
+  assert.deepEqual(sherlockPaths({ HOME: "/home/op" }), {
     configDir: "/home/op/.config/sherlock",
     agentsDir: "/home/op/.config/sherlock/agents.d",
     servicesDir: "/home/op/.config/sherlock/services.d",
@@ -44,8 +44,8 @@ Deno.test("sherlockPaths: the XDG defaults below HOME", () => {
     dataDir: "/home/op/.local/share/sherlock",
     stateDir: "/home/op/.local/state/sherlock",
     cacheDir: "/home/op/.cache/sherlock",
-    runtimeDir: "/tmp/sherlock-1000",
-    socket: "/tmp/sherlock-1000/broker.sock",
+    runtimeDir: "/home/op/.local/state/sherlock/run",
+    socket: "/home/op/.local/state/sherlock/run/broker.sock",
     secretStore: "/home/op/.local/share/sherlock/secrets.enc",
     auditLog: "/home/op/.local/state/sherlock/audit.log",
     brokerLog: "/home/op/.local/state/sherlock/broker.log",
@@ -58,15 +58,15 @@ Deno.test("sherlockPaths: empty and relative XDG values are ignored", () => {
     XDG_CONFIG_HOME: "",
     XDG_STATE_HOME: "relative/state",
     XDG_RUNTIME_DIR: "run",
-  }, 42);
+  });
   assert.equal(paths.configDir, "/home/op/.config/sherlock");
   assert.equal(paths.stateDir, "/home/op/.local/state/sherlock");
-  assert.equal(paths.runtimeDir, "/tmp/sherlock-42");
+  assert.equal(paths.runtimeDir, "/home/op/.local/state/sherlock/run");
 });
 
 Deno.test("sherlockPaths: without HOME every XDG variable is needed", () => {
   assert.throws(
-    () => sherlockPaths({ XDG_CONFIG_HOME: "/c" }, 1),
+    () => sherlockPaths({ XDG_CONFIG_HOME: "/c" }),
     (error: unknown) =>
       error instanceof ConfigError &&
       error.message === "neither XDG_DATA_HOME nor HOME is set; set HOME",
@@ -76,25 +76,41 @@ Deno.test("sherlockPaths: without HOME every XDG variable is needed", () => {
     XDG_DATA_HOME: "/d",
     XDG_STATE_HOME: "/s",
     XDG_CACHE_HOME: "/k",
-  }, 1);
+  });
   assert.equal(paths.configDir, "/c/sherlock");
+  assert.equal(paths.runtimeDir, "/s/sherlock/run");
 });
 
-Deno.test("fallbackRuntimeDir: per user, below TMPDIR when it is absolute", () => {
-  assert.equal(fallbackRuntimeDir({}, 1000), "/tmp/sherlock-1000");
+Deno.test("fallbackRuntimeDir: in the state folder, which no other user can create first", () => {
   assert.equal(
-    fallbackRuntimeDir({ TMPDIR: "/var/tmp" }, 5),
-    "/var/tmp/sherlock-5",
+    fallbackRuntimeDir({ HOME: "/home/op" }),
+    "/home/op/.local/state/sherlock/run",
   );
-  assert.equal(fallbackRuntimeDir({ TMPDIR: "tmp" }, 5), "/tmp/sherlock-5");
-  assert.notEqual(fallbackRuntimeDir({}, 1), fallbackRuntimeDir({}, 2));
+  assert.equal(
+    fallbackRuntimeDir({ HOME: "/home/op", XDG_STATE_HOME: "/s" }),
+    "/s/sherlock/run",
+  );
+  // Never the system's temp folder, whatever TMPDIR says.
+  assert.equal(
+    fallbackRuntimeDir({ HOME: "/home/op", TMPDIR: "/var/tmp" }),
+    "/home/op/.local/state/sherlock/run",
+  );
+  assert.equal(fallbackRuntimeDir({ TMPDIR: "/tmp" }), undefined);
+  assert.equal(
+    sherlockPaths({ HOME: "/home/op" }).runtimeDir,
+    fallbackRuntimeDir({ HOME: "/home/op" }),
+  );
 });
 
 Deno.test("xdgDefault: only the XDG base directories have one", () => {
-  assert.equal(xdgDefault("XDG_CONFIG_HOME", { HOME: "/h" }, 1), "/h/.config");
-  assert.equal(xdgDefault("XDG_CONFIG_HOME", {}, 1), undefined);
-  assert.equal(xdgDefault("HOME", { HOME: "/h" }, 1), undefined);
-  assert.equal(xdgDefault("PATH", { HOME: "/h" }, 1), undefined);
-  assert.equal(xdgDefault("XDG_RUNTIME_DIR", {}, 3), "/tmp/sherlock-3");
-  assert.equal(xdgDefault("toString", { HOME: "/h" }, 1), undefined);
+  assert.equal(xdgDefault("XDG_CONFIG_HOME", { HOME: "/h" }), "/h/.config");
+  assert.equal(xdgDefault("XDG_CONFIG_HOME", {}), undefined);
+  assert.equal(xdgDefault("HOME", { HOME: "/h" }), undefined);
+  assert.equal(xdgDefault("PATH", { HOME: "/h" }), undefined);
+  assert.equal(
+    xdgDefault("XDG_RUNTIME_DIR", { HOME: "/h" }),
+    "/h/.local/state/sherlock/run",
+  );
+  assert.equal(xdgDefault("XDG_RUNTIME_DIR", {}), undefined);
+  assert.equal(xdgDefault("toString", { HOME: "/h" }), undefined);
 });

@@ -3,16 +3,18 @@
  * start at once), serve until asked to stop, remove the socket on the way
  * out.
  *
- * Claiming happens under an exclusive lock on `broker.lock` beside the
- * socket: test-connect the socket; if something answers, another daemon
- * serves and this one leaves; otherwise remove the stale socket and bind a
- * new one, with the umask set so that it is created 0600 (never chmod'ed
- * afterwards, which would leave a window).
+ * The folder must be the user's own (a symlink or another user's folder is
+ * refused, and so is another user's socket in it). Claiming happens under
+ * an exclusive lock on `broker.lock` beside the socket: test-connect the
+ * socket; if something answers, another daemon serves and this one leaves;
+ * otherwise remove the stale socket and bind a new one, with the umask set
+ * so that it is created 0600 (never chmod'ed afterwards, which would leave
+ * a window).
  *
  * @module
  */
 
-import { socketPathProblem } from "../socket_path.ts";
+import { socketPathProblem, untrustedSocketProblem } from "../socket_path.ts";
 import process from "node:process";
 import { join } from "node:path";
 import { CantCreateError } from "../../errors.ts";
@@ -129,7 +131,12 @@ async function claimSocket(
     serve: () => HttpServer;
   },
 ): Promise<HttpServer | undefined> {
+  // Refuses another user's folder or a symlink, tightens a folder of ours.
   ensurePrivateDir(options.runtimeDir);
+  // Another user's socket here (put in while the folder was open to them)
+  // is neither a broker to leave the work to nor sherlock's to remove.
+  const untrusted = untrustedSocketProblem(options.socket);
+  if (untrusted !== undefined) throw new CantCreateError(untrusted);
   const lock = await Deno.open(join(options.runtimeDir, "broker.lock"), {
     create: true,
     write: true,

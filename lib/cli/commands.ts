@@ -142,6 +142,23 @@ FORMAT, default "{token}"), its stdio passed through.`,
     module: "lib/cli/shim.ts",
     entry: "shimCommand",
   },
+  bridge: {
+    summary: "(used inside rendered configs) a remote MCP server on stdio",
+    help:
+      `Usage: sherlock bridge --socket PATH --session ID --agent NAME --url URL
+                      [--transport http|sse] [--header NAME=VALUE]… SERVICE
+
+Used inside rendered MCP configs, not by hand: relays the JSON-RPC messages
+of an agent on stdio to the remote MCP server at URL, over Streamable HTTP
+("http", the default) or the legacy HTTP+SSE transport ("sse"), with
+SERVICE's token from the broker at PATH on every request. A request the
+token does not get through is answered with a JSON-RPC error that names
+"sherlock auth SERVICE"; the bridge keeps running until stdin closes, then
+ends the remote session. Diagnostics go to stderr; stdout carries only
+JSON-RPC.`,
+    module: "lib/cli/bridge.ts",
+    entry: "bridgeCommand",
+  },
   help: {
     summary: "show this help, or a command's",
     help: `Usage: sherlock help [command]

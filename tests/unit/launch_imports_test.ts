@@ -8,7 +8,9 @@
  * compiled binary includes exactly `LAZY_MODULES`: both lists must agree.
  * The commands' modules are imported by one loader, from the command table.
  * The broker's commands (login, secret, broker, shim) load neither daemon
- * code nor a `node:` module: they talk to the daemon over its socket.
+ * code nor a `node:` module: they talk to the daemon over its socket. The
+ * bridge, started once per remote server by every session, loads no daemon
+ * code, no `node:` module and no npm package (the SDK, zod) either.
  */
 
 import assert from "node:assert/strict";
@@ -101,6 +103,26 @@ Deno.test("login, logout, whoami, secret, broker and shim load no node: or daemo
     );
     assert.deepEqual(unwanted, [], `lib/cli/${command}.ts`);
   }
+});
+
+Deno.test("the bridge loads no daemon, node: or npm module, and is not on the launch path", async () => {
+  const loaded = await startupGraph("lib/cli/bridge.ts");
+  const unwanted = [...loaded.keys()].filter((specifier) =>
+    specifier.startsWith("node:") || specifier.startsWith("npm:") ||
+    specifier.includes("/node_modules/") ||
+    specifier.includes("/lib/broker/daemon/")
+  ).map((specifier) =>
+    `${specifier.replace(ROOT.href, "")} (imported by ${loaded.get(specifier)})`
+  );
+  assert.deepEqual(unwanted, []);
+  const launch = new Map([
+    ...await startupGraph("main.ts"),
+    ...await startupGraph("lib/cli/run.ts"),
+  ]);
+  const bridge = [...launch.keys()].filter((specifier) =>
+    specifier.includes("/lib/bridge/") || specifier.endsWith("/cli/bridge.ts")
+  );
+  assert.deepEqual(bridge, []);
 });
 
 Deno.test("lib/ has no literal dynamic import: each goes through importLazily", () => {

@@ -1,0 +1,723 @@
+/**
+ * The bridge's relay: JSON-RPC messages between an agent on stdio
+ * (newline-delimited JSON, as MCP's stdio transport frames them) and a
+ * remote MCP server over Streamable HTTP, or over the legacy HTTP+SSE
+ * transport. It does not interpret MCP methods, so it serves every
+ * protocol revision; the one message it looks into is the answer to
+ * `initialize`, for the `MCP-Protocol-Version` header of the requests
+ * after it.
+ *
+ * Each request carries the token of a {@linkcode TokenKeeper}; a 401 gets
+ * one forced refresh and one retry. A request that cannot be delivered is
+ * answered with a JSON-RPC error (naming `sherlock auth <service>` when it
+ * is the token), a notification is dropped with a line for `warn`, and the
+ * relay keeps running until its input ends: an agent whose server fails
+ * must not see it crash, restart it, and see it crash again.
+ *
+ * Written on `fetch` rather than the SDK's client transports, which load
+ * zod, their OAuth client and an npm event-stream parser on every start,
+ * and validate each message against one protocol revision's schema
+ * (docs/BENCHMARKS.md, "The bridge").
+ *
+ * @module
+ */
+
+import { readEvents } from "./sse.ts";
+import { type GetToken, TokenKeeper } from "./tokens.ts";
+
+export type { BridgeToken, GetToken } from "./tokens.ts";
+
+/** The remote transports the bridge speaks. */
+export type RemoteTransport = "http" | "sse";
+
+/** What one relay connects. */
+export interface RelayOptions {
+  /** The remote server's endpoint (Streamable HTTP) or its SSE stream. */
+  url: string;
+  /** "http" (Streamable HTTP, the default) or "sse" (the legacy one). */
+  transport?: RemoteTransport;
+  /** The service's name, for messages. */
+  service: string;
+  /** Extra headers for every request to the server (never the token). */
+  headers?: Record<string, string>;
+  /** Where the token comes from; called before requests, see TokenKeeper. */
+  getToken: GetToken;
+  /** The agent's messages: newline-delimited JSON (stdin). */
+  input: ReadableStream<Uint8Array>;
+  /** Writes one line to the agent (stdout); the line ends with "\n". */
+  write: (line: string) => Promise<void>;
+  /** Reports a diagnostic line (stderr); never given a token. */
+  warn: (line: string) => void;
+  /** Ends the relay as if the input had ended (e.g. on SIGTERM). */
+  signal?: AbortSignal;
+}
+
+/** The JSON-RPC error code of a request the token did not get through. */
+export const AUTH_ERROR_CODE = -32001;
+
+/** The JSON-RPC error code of a request the server did not take. */
+export const UPSTREAM_ERROR_CODE = -32002;
+
+/** The longest line read from the agent. */
+export const MAX_LINE_BYTES = 64 * 1024 * 1024;
+
+/** How long, after the input ended, answers still in flight may take. */
+const DRAIN_MS = 3_000;
+
+/** How long the closing DELETE may take. */
+const DELETE_TIMEOUT_MS = 5_000;
+
+/** How many times in a row the GET stream is reopened after it ends. */
+const MAX_STREAM_RECONNECTS = 5;
+
+type JsonRpcId = string | number | null;
+type Message = Record<string, unknown>;
+
+/** A request that could not be delivered, and what the agent is told. */
+class DeliveryError extends Error {
+  code: number;
+  constructor(code: number, message: string) {
+    super(message);
+    this.name = "DeliveryError";
+    this.code = code;
+  }
+}
+
+/**
+ * Relays until the input ends (or `signal` aborts), then ends the remote
+ * session (a DELETE, on Streamable HTTP). Never throws for a failure of
+ * the server or of the token; it returns when the agent is gone.
+ */
+export async function runRelay(options: RelayOptions): Promise<void> {
+  const relay = options.transport === "sse"
+    ? new LegacySseRelay(options)
+    : new StreamableHttpRelay(options);
+  const inFlight = new Set<Promise<void>>();
+  try {
+    for await (const line of readLines(options.input, options.signal)) {
+      if (relay.closed) break;
+      const message = parseLine(line, options);
+      if (message === undefined) continue;
+      const delivery = relay.deliver(message).finally(() =>
+        inFlight.delete(delivery)
+      );
+      inFlight.add(delivery);
+    }
+  } catch (error) {
+    options.warn(`reading stdin failed: ${messageOf(error)}`);
+  }
+  await withTimeout(Promise.all(inFlight), DRAIN_MS);
+  await relay.close();
+}
+
+/** One remote transport: what the relay loop drives. */
+interface Relay {
+  /** True once the agent's side is gone (stdout closed). */
+  readonly closed: boolean;
+  /** Delivers one message (an object, or a batch) and relays its answers. */
+  deliver(message: Message | Message[]): Promise<void>;
+  /** Ends the remote side. */
+  close(): Promise<void>;
+}
+
+/** What both transports share: the token, the agent's side, the errors. */
+abstract class RelayBase implements Relay {
+  protected options: RelayOptions;
+  protected tokens: TokenKeeper;
+  /** Aborted at the end: every request and stream still running stops. */
+  protected stop = new AbortController();
+  closed = false;
+  #writing: Promise<void> = Promise.resolve();
+
+  constructor(options: RelayOptions) {
+    this.options = options;
+    this.tokens = new TokenKeeper(options.getToken);
+  }
+
+  abstract deliver(message: Message | Message[]): Promise<void>;
+  abstract close(): Promise<void>;
+
+  /** Writes one message to the agent, in order with the others. */
+  protected toAgent(message: unknown): Promise<void> {
+    const line = JSON.stringify(message) + "\n";
+    this.#writing = this.#writing.then(async () => {
+      if (this.closed) return;
+      try {
+        await this.options.write(line);
+      } catch {
+        // The agent is gone: nobody reads the answers any more.
+        this.closed = true;
+        this.stop.abort();
+      }
+    });
+    return this.#writing;
+  }
+
+  /**
+   * Answers every request of `message` with the error (a notification
+   * gets none: its failure is a line on stderr).
+   */
+  protected async answerWithError(
+    message: Message | Message[],
+    error: unknown,
+  ): Promise<void> {
+    const failure = error instanceof DeliveryError ? error : new DeliveryError(
+      UPSTREAM_ERROR_CODE,
+      `the remote server of service ${this.options.service} cannot be reached (${
+        messageOf(error)
+      })`,
+    );
+    const ids = requestIds(message);
+    if (ids.length === 0) {
+      this.options.warn(
+        `dropped a notification or response: ${failure.message}`,
+      );
+      return;
+    }
+    for (const id of ids) {
+      await this.toAgent({
+        jsonrpc: "2.0",
+        id,
+        error: { code: failure.code, message: `sherlock: ${failure.message}` },
+      });
+    }
+  }
+
+  /**
+   * `fetch` with the token: on a 401, one forced refresh and one retry.
+   * Throws a {@linkcode DeliveryError} when no token can be had or the
+   * retry is refused too.
+   */
+  protected async authorizedFetch(
+    url: URL,
+    init: RequestInit & { headers: Record<string, string> },
+  ): Promise<Response> {
+    let token = await this.#token();
+    let response = await fetch(url, withToken(init, token, this.options));
+    if (response.status !== 401) return response;
+    await response.body?.cancel();
+    token = await this.#token(token);
+    response = await fetch(url, withToken(init, token, this.options));
+    if (response.status !== 401) return response;
+    await response.body?.cancel();
+    throw this.authFailure(
+      "refused its token (HTTP 401, also after a refresh)",
+    );
+  }
+
+  /** An authorization failure, naming the command that fixes it. */
+  protected authFailure(what: string): DeliveryError {
+    const service = this.options.service;
+    return new DeliveryError(
+      AUTH_ERROR_CODE,
+      `the remote server of service ${service} ${what}; run "sherlock auth ${service}"`,
+    );
+  }
+
+  /** Throws the failure that a non-2xx answer means. */
+  protected async statusFailure(response: Response): Promise<DeliveryError> {
+    await response.body?.cancel();
+    if (response.status === 403) {
+      const challenge = response.headers.get("www-authenticate") ?? "";
+      const scope = /error="?insufficient_scope/.test(challenge)
+        ? " (insufficient scope)"
+        : "";
+      return this.authFailure(`refused the request (HTTP 403${scope})`);
+    }
+    return new DeliveryError(
+      UPSTREAM_ERROR_CODE,
+      `the remote server of service ${this.options.service} answered HTTP ${response.status}`,
+    );
+  }
+
+  async #token(refused?: string): Promise<string> {
+    try {
+      return await this.tokens.get(refused);
+    } catch (error) {
+      const service = this.options.service;
+      throw new DeliveryError(
+        AUTH_ERROR_CODE,
+        `no token for service ${service} (${
+          messageOf(error)
+        }); run "sherlock auth ${service}"`,
+      );
+    }
+  }
+
+  /**
+   * Relays the messages of an event stream to the agent; returns the ids
+   * of the responses among them, and the stream's last `retry`.
+   */
+  protected async relayEvents(
+    body: ReadableStream<Uint8Array>,
+    onEvent?: (event: { event: string; data: string }) => boolean,
+  ): Promise<{ answered: Set<JsonRpcId>; retry?: number }> {
+    const answered = new Set<JsonRpcId>();
+    let retry: number | undefined;
+    for await (const event of readEvents(body)) {
+      retry = event.retry ?? retry;
+      if (onEvent?.(event)) continue;
+      if (event.event !== "message" || event.data.trim() === "") continue;
+      const message = parseJson(event.data);
+      if (message === undefined) {
+        this.options.warn("the remote server sent an event that is not JSON");
+        continue;
+      }
+      for (const id of responseIds(message)) answered.add(id);
+      this.onAnswer(message);
+      await this.toAgent(message);
+    }
+    return { answered, retry };
+  }
+
+  /** Called with each message from the server before it is relayed. */
+  protected onAnswer(_message: unknown): void {}
+}
+
+/**
+ * Streamable HTTP: a POST per message, the answer as JSON or as an event
+ * stream, the session id and protocol version on every request after the
+ * first, the GET stream for the server's own messages, a DELETE at the end.
+ */
+class StreamableHttpRelay extends RelayBase {
+  #url: URL;
+  #sessionId?: string;
+  #protocolVersion?: string;
+  /** The ids of `initialize` requests on their way. */
+  #initializeIds = new Set<JsonRpcId>();
+  /**
+   * Until the first POST has its answer's headers (and so the session id),
+   * the next ones wait: a server must see `initialize` first.
+   */
+  #firstHeaders?: Promise<void>;
+  #stream?: Promise<void>;
+
+  constructor(options: RelayOptions) {
+    super(options);
+    this.#url = new URL(options.url);
+  }
+
+  async deliver(message: Message | Message[]): Promise<void> {
+    for (const one of Array.isArray(message) ? message : [message]) {
+      if (one.method === "initialize" && "id" in one) {
+        this.#initializeIds.add(one.id as JsonRpcId);
+      }
+    }
+    let headersArrived!: () => void;
+    const waitFor = this.#firstHeaders;
+    if (waitFor === undefined) {
+      this.#firstHeaders = new Promise((resolve) => headersArrived = resolve);
+    } else {
+      await waitFor;
+      headersArrived = () => {};
+    }
+    let response: Response;
+    try {
+      response = await this.authorizedFetch(this.#url, {
+        method: "POST",
+        headers: {
+          ...this.#sessionHeaders(),
+          "Content-Type": "application/json",
+          Accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify(message),
+        signal: this.stop.signal,
+      });
+    } catch (error) {
+      headersArrived();
+      if (!this.stop.signal.aborted) {
+        await this.answerWithError(message, error);
+      }
+      return;
+    }
+    const sessionId = response.headers.get("mcp-session-id");
+    if (sessionId) this.#sessionId = sessionId;
+    headersArrived();
+    try {
+      await this.#relayAnswer(message, response);
+    } catch (error) {
+      if (!this.stop.signal.aborted) {
+        await this.answerWithError(message, error);
+      }
+    }
+  }
+
+  async #relayAnswer(
+    message: Message | Message[],
+    response: Response,
+  ): Promise<void> {
+    if (!response.ok) throw await this.statusFailure(response);
+    const type = mediaType(response.headers.get("content-type"));
+    if (response.status === 202 || response.body === null) {
+      await response.body?.cancel();
+      return;
+    }
+    if (type === "application/json") {
+      const text = await response.text();
+      if (text.trim() === "") return;
+      const answer = parseJson(text);
+      if (answer === undefined) {
+        throw new DeliveryError(
+          UPSTREAM_ERROR_CODE,
+          `the remote server of service ${this.options.service} answered with JSON it cannot parse`,
+        );
+      }
+      this.onAnswer(answer);
+      await this.toAgent(answer);
+      return;
+    }
+    if (type === "text/event-stream") {
+      const { answered } = await this.relayEvents(response.body);
+      const missing = requestIds(message).filter((id) => !answered.has(id));
+      if (missing.length > 0 && !this.stop.signal.aborted) {
+        // The stream ended early: the agent must not wait forever.
+        await this.answerWithError(
+          missing.map((id) => ({ id })),
+          new DeliveryError(
+            UPSTREAM_ERROR_CODE,
+            `the remote server of service ${this.options.service} closed the stream before answering`,
+          ),
+        );
+      }
+      return;
+    }
+    await response.body.cancel();
+    throw new DeliveryError(
+      UPSTREAM_ERROR_CODE,
+      `the remote server of service ${this.options.service} answered with ${
+        type || "no content type"
+      }`,
+    );
+  }
+
+  protected override onAnswer(message: unknown): void {
+    for (const one of Array.isArray(message) ? message : [message]) {
+      if (!isObject(one) || !this.#initializeIds.has(one.id as JsonRpcId)) {
+        continue;
+      }
+      this.#initializeIds.delete(one.id as JsonRpcId);
+      const version = isObject(one.result)
+        ? one.result.protocolVersion
+        : undefined;
+      if (typeof version === "string" && /^[\x21-\x7e]+$/.test(version)) {
+        this.#protocolVersion = version;
+        this.#stream ??= this.#listen();
+      }
+    }
+  }
+
+  #sessionHeaders(): Record<string, string> {
+    return {
+      ...(this.#sessionId ? { "Mcp-Session-Id": this.#sessionId } : {}),
+      ...(this.#protocolVersion
+        ? { "MCP-Protocol-Version": this.#protocolVersion }
+        : {}),
+    };
+  }
+
+  /**
+   * The GET stream: the server's own messages (notifications, requests),
+   * opened after `initialize` when the server offers it (405: it does
+   * not), reopened a bounded number of times when it ends.
+   */
+  async #listen(): Promise<void> {
+    let reconnects = 0;
+    let delay = 1_000;
+    while (!this.stop.signal.aborted) {
+      let response: Response;
+      try {
+        response = await this.authorizedFetch(this.#url, {
+          method: "GET",
+          headers: { ...this.#sessionHeaders(), Accept: "text/event-stream" },
+          signal: this.stop.signal,
+        });
+      } catch (error) {
+        if (!this.stop.signal.aborted) {
+          this.options.warn(
+            `the stream for server messages did not open: ${messageOf(error)}`,
+          );
+        }
+        return;
+      }
+      if (response.status === 405) {
+        await response.body?.cancel();
+        return;
+      }
+      if (
+        !response.ok || response.body === null ||
+        mediaType(response.headers.get("content-type")) !== "text/event-stream"
+      ) {
+        const failure = await this.statusFailure(response);
+        this.options.warn(
+          `the stream for server messages did not open: ${failure.message}`,
+        );
+        return;
+      }
+      let relayed = false;
+      try {
+        const result = await this.relayEvents(response.body, () => {
+          relayed = true;
+          return false;
+        });
+        delay = result.retry ?? delay;
+      } catch (error) {
+        if (this.stop.signal.aborted) return;
+        this.options.warn(
+          `the stream for server messages broke: ${messageOf(error)}`,
+        );
+      }
+      if (this.stop.signal.aborted) return;
+      reconnects = relayed ? 0 : reconnects + 1;
+      if (reconnects > MAX_STREAM_RECONNECTS) {
+        this.options.warn(
+          "the stream for server messages keeps ending; no longer reopened",
+        );
+        return;
+      }
+      await sleep(Math.min(delay, 30_000), this.stop.signal);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.stop.abort();
+    await this.#stream?.catch(() => {});
+    if (this.#sessionId === undefined) return;
+    try {
+      const response = await this.authorizedFetch(this.#url, {
+        method: "DELETE",
+        headers: this.#sessionHeaders(),
+        signal: AbortSignal.timeout(DELETE_TIMEOUT_MS),
+      });
+      await response.body?.cancel();
+      if (!response.ok && response.status !== 405) {
+        this.options.warn(
+          `ending the remote session: the server answered HTTP ${response.status}`,
+        );
+      }
+    } catch (error) {
+      this.options.warn(`ending the remote session: ${messageOf(error)}`);
+    }
+  }
+}
+
+/**
+ * The legacy HTTP+SSE transport (protocol 2024-11-05): a GET stream whose
+ * first event, `endpoint`, names where to POST messages; every answer
+ * arrives on the stream. The stream is opened at the start, and reopened
+ * (once per message) when it has ended.
+ */
+class LegacySseRelay extends RelayBase {
+  #url: URL;
+  #endpoint?: Promise<URL>;
+
+  constructor(options: RelayOptions) {
+    super(options);
+    this.#url = new URL(options.url);
+    this.#endpoint = this.#connect();
+    this.#endpoint.catch((error) => {
+      if (!this.stop.signal.aborted) {
+        this.options.warn(
+          `the SSE stream did not open: ${messageOf(error)}`,
+        );
+      }
+    });
+  }
+
+  async deliver(message: Message | Message[]): Promise<void> {
+    try {
+      let endpoint: URL;
+      try {
+        endpoint = await this.#endpoint!;
+      } catch {
+        this.#endpoint = this.#connect();
+        endpoint = await this.#endpoint;
+      }
+      const response = await this.authorizedFetch(endpoint, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(message),
+        signal: this.stop.signal,
+      });
+      if (!response.ok) throw await this.statusFailure(response);
+      await response.body?.cancel();
+    } catch (error) {
+      if (!this.stop.signal.aborted) {
+        await this.answerWithError(message, error);
+      }
+    }
+  }
+
+  /** Opens the stream; resolves with the endpoint, relays the rest. */
+  async #connect(): Promise<URL> {
+    const response = await this.authorizedFetch(this.#url, {
+      method: "GET",
+      headers: { Accept: "text/event-stream" },
+      signal: this.stop.signal,
+    });
+    if (!response.ok || response.body === null) {
+      throw await this.statusFailure(response);
+    }
+    let found!: (url: URL) => void;
+    let failed!: (error: Error) => void;
+    const endpoint = new Promise<URL>((resolve, reject) => {
+      found = resolve;
+      failed = reject;
+    });
+    const pumping = this.relayEvents(response.body, ({ event, data }) => {
+      if (event !== "endpoint") return false;
+      const url = new URL(data.trim(), this.#url);
+      // The token goes only where the stream came from.
+      if (url.origin !== this.#url.origin) {
+        failed(
+          new DeliveryError(
+            UPSTREAM_ERROR_CODE,
+            `the remote server of service ${this.options.service} named an endpoint on another origin`,
+          ),
+        );
+      } else found(url);
+      return true;
+    });
+    pumping.then(
+      () => failed(new Error("the SSE stream ended")),
+      (error) => failed(error),
+    ).finally(() => {
+      // A stream that ended is reopened by the next message.
+      if (!this.stop.signal.aborted) {
+        this.#endpoint = Promise.reject(new Error("the SSE stream ended"));
+        this.#endpoint.catch(() => {});
+      }
+    });
+    return await endpoint;
+  }
+
+  close(): Promise<void> {
+    this.stop.abort();
+    return Promise.resolve();
+  }
+}
+
+/** The request headers: the extra ones, the given ones, the token. */
+function withToken(
+  init: RequestInit & { headers: Record<string, string> },
+  token: string,
+  options: RelayOptions,
+): RequestInit {
+  return {
+    ...init,
+    headers: {
+      ...options.headers,
+      ...init.headers,
+      Authorization: `Bearer ${token}`,
+    },
+  };
+}
+
+/**
+ * The lines of the input, without their line ends; empty lines skipped.
+ * Ends with the input, or when `signal` aborts.
+ */
+async function* readLines(
+  input: ReadableStream<Uint8Array>,
+  signal?: AbortSignal,
+): AsyncGenerator<string> {
+  const reader = input.pipeThrough(new TextDecoderStream()).getReader();
+  const aborted = () => reader.cancel().catch(() => {});
+  signal?.addEventListener("abort", aborted, { once: true });
+  let pending = "";
+  try {
+    while (!signal?.aborted) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      pending += value;
+      let newline = pending.indexOf("\n");
+      while (newline !== -1) {
+        const line = pending.slice(0, newline).replace(/\r$/, "");
+        pending = pending.slice(newline + 1);
+        if (line.trim() !== "") yield line;
+        newline = pending.indexOf("\n");
+      }
+      if (pending.length > MAX_LINE_BYTES) {
+        throw new RangeError("a message from the agent is too long");
+      }
+    }
+    if (pending.trim() !== "" && !signal?.aborted) yield pending;
+  } finally {
+    signal?.removeEventListener("abort", aborted);
+    reader.releaseLock();
+  }
+}
+
+/**
+ * One line from the agent as a message, or undefined (after a warning)
+ * when it is not a JSON object or array.
+ */
+function parseLine(
+  line: string,
+  options: RelayOptions,
+): Message | Message[] | undefined {
+  const message = parseJson(line);
+  if (
+    isObject(message) ||
+    (Array.isArray(message) && message.length > 0 &&
+      message.every(isObject))
+  ) {
+    return message as Message | Message[];
+  }
+  options.warn("ignored a line from the agent that is not a JSON-RPC message");
+  return undefined;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function isObject(value: unknown): value is Message {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The ids of the requests in a message (responses and notifications have none). */
+function requestIds(message: Message | Message[]): JsonRpcId[] {
+  return (Array.isArray(message) ? message : [message])
+    .filter((one) => "id" in one && !("result" in one || "error" in one))
+    .map((one) => one.id as JsonRpcId);
+}
+
+/** The ids of the responses in a message from the server. */
+function responseIds(message: unknown): JsonRpcId[] {
+  return (Array.isArray(message) ? message : [message])
+    .filter((one) => isObject(one) && ("result" in one || "error" in one))
+    .map((one) => (one as Message).id as JsonRpcId);
+}
+
+function mediaType(contentType: string | null): string {
+  return (contentType ?? "").split(";")[0].trim().toLowerCase();
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+async function withTimeout(promise: Promise<unknown>, ms: number) {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    promise.catch(() => {}),
+    new Promise((resolve) => timer = setTimeout(resolve, ms)),
+  ]);
+  clearTimeout(timer);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+  });
+}

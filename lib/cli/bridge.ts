@@ -1,0 +1,176 @@
+/**
+ * `sherlock bridge`: a remote MCP server as a stdio one. A rendered stdio
+ * entry runs
+ *
+ *     sherlock bridge --socket <path> --session <id> --agent <name>
+ *                     --url <url> [--transport http|sse] [--header K=V]…
+ *                     <service>
+ *
+ * and `lib/bridge/relay.ts` relays the agent's JSON-RPC messages to the
+ * server with the service's token from the broker. Everything it needs is
+ * in its argv (Codex passes servers only a short list of variables); the
+ * token is never in it. stdout carries only JSON-RPC; every diagnostic is a
+ * line on stderr.
+ *
+ * @module
+ */
+
+import { UsageError } from "../errors.ts";
+import { fetchToken } from "../broker/client.ts";
+import {
+  type BridgeToken,
+  type RemoteTransport,
+  runRelay,
+} from "../bridge/relay.ts";
+import { printWarning } from "./output.ts";
+
+/** What one bridge connects, all of it from its argv. */
+export interface BridgeOptions {
+  /** The broker's socket. */
+  socket: string;
+  /** The session that started the agent. */
+  session: string;
+  /** The agent of that session. */
+  agent: string;
+  /** The remote server's URL. */
+  url: string;
+  /** Its transport. */
+  transport: RemoteTransport;
+  /** Extra headers for the server (never the token). */
+  headers: Record<string, string>;
+  /** The service's name. */
+  service: string;
+}
+
+/** Runs the bridge until the agent closes its stdin; returns 0. */
+export async function bridgeCommand(args: readonly string[]): Promise<number> {
+  const options = parseBridgeArguments(args);
+  const stop = new AbortController();
+  // An agent that stops its servers with SIGTERM gets the same clean end
+  // (the remote session deleted) as one that closes their stdin.
+  const onSignal = () => stop.abort();
+  Deno.addSignalListener("SIGTERM", onSignal);
+  const stdout = Deno.stdout.writable.getWriter();
+  const encoder = new TextEncoder();
+  try {
+    await runRelay({
+      url: options.url,
+      transport: options.transport,
+      service: options.service,
+      headers: options.headers,
+      getToken: () => brokerToken(options),
+      input: Deno.stdin.readable,
+      write: (line) => stdout.write(encoder.encode(line)),
+      warn: (line) => printWarning(`bridge ${options.service}: ${line}`),
+      signal: stop.signal,
+    });
+  } finally {
+    Deno.removeSignalListener("SIGTERM", onSignal);
+    await stdout.close().catch(() => {});
+  }
+  return 0;
+}
+
+/**
+ * The service's token from the broker. `forceRefresh` is not passed on
+ * yet: the broker serves helpers' tokens without an expiry fresh on every
+ * request, and keeps the others until shortly before they expire.
+ */
+export async function brokerToken(
+  options: Pick<BridgeOptions, "socket" | "session" | "agent" | "service">,
+): Promise<BridgeToken> {
+  const { token, expiresAt } = await fetchToken(options.socket, {
+    service: options.service,
+    session: options.session,
+    agent: options.agent,
+  });
+  const expires = expiresAt === null ? NaN : Date.parse(expiresAt);
+  return { token, expiresAt: Number.isNaN(expires) ? null : expires };
+}
+
+const VALUE_OPTIONS = [
+  "--socket",
+  "--session",
+  "--agent",
+  "--url",
+  "--transport",
+  "--header",
+];
+
+/** Parses the bridge's argv. Throws {@linkcode UsageError}. */
+export function parseBridgeArguments(args: readonly string[]): BridgeOptions {
+  const options = new Map<string, string>();
+  const headers: Record<string, string> = {};
+  const positional: string[] = [];
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index];
+    if (VALUE_OPTIONS.includes(arg)) {
+      const value = args[index + 1];
+      if (value === undefined) {
+        throw new UsageError(`bridge: ${arg} needs a value`);
+      }
+      index++;
+      if (arg === "--header") {
+        const [name, headerValue] = splitHeader(value);
+        headers[name] = headerValue;
+      } else options.set(arg, value);
+    } else if (arg.startsWith("-")) {
+      throw new UsageError(`bridge: unknown option ${arg}`);
+    } else positional.push(arg);
+  }
+  if (positional.length !== 1) {
+    throw new UsageError(
+      "bridge needs exactly one service name; see sherlock bridge --help",
+    );
+  }
+  const required = (name: string): string => {
+    const value = options.get(name);
+    if (value === undefined) throw new UsageError(`bridge needs ${name}`);
+    return value;
+  };
+  const url = required("--url");
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new UsageError(`bridge: --url is not a URL`);
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    throw new UsageError("bridge: --url must be an http: or https: URL");
+  }
+  const transport = options.get("--transport") ?? "http";
+  if (transport !== "http" && transport !== "sse") {
+    throw new UsageError('bridge: --transport must be "http" or "sse"');
+  }
+  return {
+    socket: required("--socket"),
+    session: required("--session"),
+    agent: required("--agent"),
+    url,
+    transport,
+    headers,
+    service: positional[0],
+  };
+}
+
+/** `K=V` as a header; the token's own header is refused (it is the broker's). */
+function splitHeader(text: string): [string, string] {
+  const at = text.indexOf("=");
+  const name = at === -1 ? "" : text.slice(0, at).trim();
+  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
+    throw new UsageError("bridge: --header takes NAME=VALUE");
+  }
+  if (name.toLowerCase() === "authorization") {
+    throw new UsageError(
+      "bridge: --header cannot set Authorization: the token comes from the broker",
+    );
+  }
+  const value = text.slice(at + 1);
+  // deno-lint-ignore no-control-regex -- a header value must not hold them
+  if (/[\x00-\x08\x0a-\x1f\x7f]/.test(value)) {
+    throw new UsageError(
+      `bridge: the value of header ${name} has a control character`,
+    );
+  }
+  return [name, value];
+}

@@ -1,0 +1,397 @@
+/**
+ * `sherlock bridge` as a real process, between the official SDK's stdio
+ * client (which spawns it, as an agent does) and a remote MCP server
+ * written with the SDK (tests/fixtures/remote_mcp_server.ts), with its
+ * tokens from a real, logged-in broker whose credential helper the test
+ * controls: the handshake, tools, the server's notifications on the GET
+ * stream, a 401 healed by a refresh, a server that refuses every token,
+ * the legacy SSE transport, and the end of the session.
+ */
+
+import assert from "node:assert/strict";
+// @ts-types="@modelcontextprotocol/sdk/client/index"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+// @ts-types="@modelcontextprotocol/sdk/client/stdio"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+// @ts-types="@modelcontextprotocol/sdk/types"
+import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { join } from "node:path";
+import {
+  auditEntries,
+  type BrokerHome,
+  createBrokerHome,
+} from "../helpers/broker_home.ts";
+import { randomToken } from "../helpers/leaks.ts";
+import { tokenServiceToml } from "../helpers/profiles.ts";
+import { sh } from "../helpers/shell.ts";
+import {
+  assertNoStackTrace,
+  HANG_GUARD_MS,
+  lines,
+  sherlockCommand,
+} from "../helpers/sherlock.ts";
+import { waitUntil } from "../helpers/wait.ts";
+import {
+  type RemoteMcpServer,
+  type RemoteMcpServerOptions,
+  sha256,
+  startRemoteMcpServer,
+} from "../fixtures/remote_mcp_server.ts";
+
+const SERVICE = "remote";
+const SESSION = "s-bridge-test";
+const AGENT = "fake";
+
+/** A logged-in broker whose service `remote` gets `tokens` from a helper. */
+async function brokerWithService(
+  home: BrokerHome,
+  url: string,
+  helper: { token: string; expiresIn?: number } | { script: string },
+): Promise<{ runs: () => number }> {
+  let command: string;
+  let runs: () => number;
+  if ("script" in helper) {
+    command = home.writeScript("remote-helper", helper.script);
+    runs = () => 0;
+  } else {
+    const made = home.tokenHelper(SERVICE, helper);
+    command = made.path;
+    runs = made.runs;
+  }
+  home.writeService(
+    SERVICE,
+    tokenServiceToml({ name: SERVICE, url, command: [command] }),
+  );
+  await home.login();
+  return { runs };
+}
+
+function bridgeArgs(
+  home: BrokerHome,
+  url: string,
+  extra: string[] = [],
+): string[] {
+  return [
+    "bridge",
+    "--socket",
+    home.socket,
+    "--session",
+    SESSION,
+    "--agent",
+    AGENT,
+    "--url",
+    url,
+    ...extra,
+    SERVICE,
+  ];
+}
+
+/** The SDK's client, connected through a bridge it spawned. */
+async function connectClient(
+  home: BrokerHome,
+  args: string[],
+): Promise<{ client: Client; stderr: () => string; notes: string[] }> {
+  const [command, ...rest] = sherlockCommand(args);
+  const transport = new StdioClientTransport({
+    command,
+    args: rest,
+    env: home.env,
+    cwd: home.work,
+    stderr: "pipe",
+  });
+  let stderr = "";
+  transport.stderr?.on("data", (chunk) => stderr += String(chunk));
+  const client = new Client({ name: "bridge-test", version: "1.0.0" });
+  const notes: string[] = [];
+  client.setNotificationHandler(
+    LoggingMessageNotificationSchema,
+    (notification) => {
+      notes.push(String(notification.params.data));
+    },
+  );
+  await client.connect(transport);
+  return { client, stderr: () => stderr, notes };
+}
+
+function textOf(result: unknown): string {
+  const content = (result as { content: { type: string; text: string }[] })
+    .content;
+  return content.map((part) => part.text).join("");
+}
+
+/** The bridge's token requests to the broker, from the audit log. */
+function tokenRequests(home: BrokerHome): number {
+  return auditEntries(home).filter((entry) =>
+    entry.session === SESSION && entry.service === SERVICE
+  ).length;
+}
+
+for (const jsonResponse of [false, true]) {
+  Deno.test(
+    `bridge: initialize, tools, a server notification on the GET stream, DELETE at the end (${
+      jsonResponse ? "JSON" : "SSE"
+    } answers)`,
+    async () => {
+      const token = randomToken();
+      await using remote = await startRemoteMcpServer({ token, jsonResponse });
+      await using home = await createBrokerHome();
+      const helper = await brokerWithService(home, remote.url, {
+        token,
+        expiresIn: 3600,
+      });
+      const { client, stderr, notes } = await connectClient(
+        home,
+        bridgeArgs(home, remote.url),
+      );
+      try {
+        assert.equal(
+          client.getServerVersion()?.name,
+          "sherlock-remote-test-server",
+        );
+        const { tools } = await client.listTools();
+        assert.deepEqual(tools.map((tool) => tool.name).sort(), [
+          "echo",
+          "whoami",
+        ]);
+        assert.equal(
+          textOf(await client.callTool({ name: "whoami", arguments: {} })),
+          sha256(token),
+        );
+        assert.equal(
+          textOf(
+            await client.callTool({ name: "echo", arguments: { text: "hé" } }),
+          ),
+          "hé",
+        );
+        // Every request after initialize named the session's protocol version.
+        assert.ok(remote.counts.protocolVersions.length >= 3);
+        assert.ok(
+          remote.counts.protocolVersions.every((version) =>
+            version === remote.counts.protocolVersions[0]
+          ),
+        );
+
+        await waitUntil(
+          () => remote.counts.getStreams >= 1,
+          "the bridge to open the GET stream",
+        );
+        // The stream may be open on the bridge's side a moment after the
+        // server counted it; notify until the message arrives.
+        await waitUntil(() => {
+          if (notes.length > 0) return true;
+          remote.notify("hello from the server");
+          return false;
+        }, "the server's notification");
+        assert.equal(notes[0], "hello from the server");
+
+        // One token from the broker: the bridge kept it (it expires in an hour).
+        assert.equal(helper.runs(), 1);
+        assert.equal(tokenRequests(home), 1);
+      } finally {
+        await client.close();
+      }
+      await waitUntil(() => remote.counts.deletes === 1, "the DELETE");
+      assert.equal(remote.counts.unauthorized, 0);
+      assert.ok(!stderr().includes(token));
+    },
+  );
+}
+
+Deno.test("bridge: a 401 is healed by one forced refresh and one retry", async () => {
+  const stale = randomToken("stale");
+  const fresh = randomToken("fresh");
+  await using remote = await startRemoteMcpServer({ token: fresh });
+  await using home = await createBrokerHome();
+  // The helper's first token is refused; every later run prints the good one.
+  const marker = join(home.scratch, "helper-ran");
+  await brokerWithService(home, remote.url, {
+    script: `if [ -e ${sh(marker)} ]; then echo ${sh(fresh)}; else touch ${
+      sh(marker)
+    }; echo ${sh(stale)}; fi`,
+  });
+  const { client, stderr } = await connectClient(
+    home,
+    bridgeArgs(home, remote.url),
+  );
+  try {
+    assert.equal(remote.counts.unauthorized, 1);
+    assert.equal(
+      textOf(await client.callTool({ name: "whoami", arguments: {} })),
+      sha256(fresh),
+    );
+    assert.equal(remote.counts.unauthorized, 1);
+  } finally {
+    await client.close();
+  }
+  assert.ok(!stderr().includes(stale) && !stderr().includes(fresh));
+});
+
+/** A bridge spoken to line by line: for what the SDK's client hides. */
+function rawBridge(home: BrokerHome, args: string[]) {
+  const child = new Deno.Command(sherlockCommand(args)[0], {
+    args: sherlockCommand(args).slice(1),
+    env: home.env,
+    clearEnv: true,
+    cwd: home.work,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const guard = setTimeout(() => child.kill("SIGKILL"), HANG_GUARD_MS);
+  const writer = child.stdin.getWriter();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  let stderr = "";
+  const stderrDone = child.stderr.pipeThrough(new TextDecoderStream())
+    .pipeTo(
+      new WritableStream({
+        write: (chunk) => {
+          stderr += chunk;
+        },
+      }),
+    );
+  return {
+    send: (message: unknown) =>
+      writer.write(new TextEncoder().encode(JSON.stringify(message) + "\n")),
+    /** The next line from stdout, parsed. */
+    async receive(): Promise<Record<string, unknown>> {
+      while (!buffered.includes("\n")) {
+        const { value, done } = await reader.read();
+        if (done) {
+          throw new Error(`the bridge closed stdout; stderr: ${stderr}`);
+        }
+        buffered += value;
+      }
+      const at = buffered.indexOf("\n");
+      const line = buffered.slice(0, at);
+      buffered = buffered.slice(at + 1);
+      return JSON.parse(line);
+    },
+    /** Closes stdin; resolves with the exit code, the rest of stdout, stderr. */
+    async end(): Promise<{ code: number; rest: string; stderr: string }> {
+      await writer.close();
+      let rest = buffered;
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        rest += value;
+      }
+      const status = await child.status;
+      await stderrDone;
+      clearTimeout(guard);
+      assertNoStackTrace(stderr);
+      return { code: status.code, rest, stderr };
+    },
+  };
+}
+
+const INITIALIZE = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: {
+    protocolVersion: "2025-11-25",
+    capabilities: {},
+    clientInfo: { name: "raw", version: "1" },
+  },
+};
+
+Deno.test("bridge: a server that refuses every token gets two tries per request; each request is answered with an error naming sherlock auth; the bridge keeps running and exits 0", async () => {
+  const token = randomToken();
+  await using remote = await startRemoteMcpServer({
+    token,
+    unauthorizedForever: true,
+  });
+  await using home = await createBrokerHome();
+  await brokerWithService(home, remote.url, { token });
+  const bridge = rawBridge(home, bridgeArgs(home, remote.url));
+  await bridge.send(INITIALIZE);
+  const first = await bridge.receive();
+  assert.equal(first.id, 1);
+  const error = first.error as { code: number; message: string };
+  assert.match(error.message, /sherlock auth remote/);
+  assert.equal(remote.counts.unauthorized, 2);
+
+  await bridge.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+  await bridge.send({ jsonrpc: "2.0", id: "two", method: "tools/list" });
+  const second = await bridge.receive();
+  assert.equal(second.id, "two");
+  assert.match(
+    (second.error as { message: string }).message,
+    /sherlock auth remote/,
+  );
+  const { code, rest, stderr } = await bridge.end();
+  assert.equal(code, 0);
+  assert.equal(rest, "");
+  assert.equal(remote.counts.unauthorized, 6);
+  assert.equal(remote.counts.requests, 6);
+  assert.equal(remote.counts.deletes, 0);
+  // The dropped notification is one line on stderr.
+  assert.equal(lines(stderr).length, 1, stderr);
+  assert.match(stderr, /dropped a notification/);
+  assert.ok(!stderr.includes(token));
+});
+
+Deno.test("bridge: with no token to be had (no broker), requests are answered with an error naming sherlock auth and the cause", async () => {
+  await using remote = await startRemoteMcpServer({ token: randomToken() });
+  await using home = await createBrokerHome();
+  const args = bridgeArgs(home, remote.url);
+  args[args.indexOf("--socket") + 1] = join(home.scratch, "no-broker.sock");
+  const bridge = rawBridge(home, args);
+  await bridge.send(INITIALIZE);
+  const answer = await bridge.receive();
+  const error = answer.error as { code: number; message: string };
+  assert.match(error.message, /no token for service remote/);
+  assert.match(error.message, /broker/);
+  assert.match(error.message, /sherlock auth remote/);
+  const { code } = await bridge.end();
+  assert.equal(code, 0);
+  assert.equal(remote.counts.requests, 0);
+});
+
+Deno.test("bridge: stdin closed → the remote session is deleted and the bridge exits 0", async () => {
+  const token = randomToken();
+  await using remote = await startRemoteMcpServer({ token });
+  await using home = await createBrokerHome();
+  await brokerWithService(home, remote.url, { token, expiresIn: 3600 });
+  const bridge = rawBridge(home, bridgeArgs(home, remote.url));
+  await bridge.send(INITIALIZE);
+  const answer = await bridge.receive();
+  assert.ok(answer.result);
+  await bridge.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+  await waitUntil(() => remote.openSessions() === 1, "the session");
+  const { code, rest, stderr } = await bridge.end();
+  assert.equal(code, 0);
+  assert.equal(rest, "");
+  assert.equal(stderr, "");
+  assert.equal(remote.counts.deletes, 1);
+  assert.equal(remote.openSessions(), 0);
+});
+
+Deno.test("bridge: the legacy HTTP+SSE transport", async () => {
+  const token = randomToken();
+  await using remote: RemoteMcpServer = await startRemoteMcpServer(
+    { token } satisfies RemoteMcpServerOptions,
+  );
+  await using home = await createBrokerHome();
+  await brokerWithService(home, remote.sseUrl, { token, expiresIn: 3600 });
+  const { client, stderr, notes } = await connectClient(
+    home,
+    bridgeArgs(home, remote.sseUrl, ["--transport", "sse"]),
+  );
+  try {
+    assert.equal(remote.counts.sseStreams, 1);
+    assert.equal(
+      textOf(await client.callTool({ name: "whoami", arguments: {} })),
+      sha256(token),
+    );
+    assert.ok(remote.counts.ssePosts >= 3);
+    await remote.notify("over the legacy stream");
+    await waitUntil(() => notes.length > 0, "the server's notification");
+    assert.equal(notes[0], "over the legacy stream");
+  } finally {
+    await client.close();
+  }
+  assert.equal(remote.counts.unauthorized, 0);
+  assert.ok(!stderr().includes(token));
+});

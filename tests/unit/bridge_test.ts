@@ -1,0 +1,168 @@
+/**
+ * The bridge's pure parts: its token keeper (kept until shortly before
+ * expiry, one fetch for concurrent requests, one forced refresh for a burst
+ * of 401s) and its event-stream reader; and its argv.
+ */
+
+import assert from "node:assert/strict";
+import { TokenKeeper } from "../../lib/bridge/tokens.ts";
+import { readEvents } from "../../lib/bridge/sse.ts";
+import { parseBridgeArguments } from "../../lib/cli/bridge.ts";
+import { UsageError } from "../../lib/errors.ts";
+
+function counting(tokens: { token: string; expiresAt?: number | null }[]) {
+  const calls: boolean[] = [];
+  const getToken = (options: { forceRefresh: boolean }) => {
+    calls.push(options.forceRefresh);
+    const next = tokens[Math.min(calls.length - 1, tokens.length - 1)];
+    return Promise.resolve(next);
+  };
+  return { calls, getToken };
+}
+
+Deno.test("TokenKeeper: keeps a token until shortly before it expires", async () => {
+  let now = 1_000_000;
+  const { calls, getToken } = counting([
+    { token: "a", expiresAt: now + 600_000 },
+    { token: "b", expiresAt: now + 1_200_000 },
+  ]);
+  const keeper = new TokenKeeper(getToken, () => now);
+  assert.equal(await keeper.get(), "a");
+  now += 500_000;
+  assert.equal(await keeper.get(), "a");
+  now += 80_000; // 20 s before expiry: inside the margin.
+  assert.equal(await keeper.get(), "b");
+  assert.deepEqual(calls, [false, false]);
+});
+
+Deno.test("TokenKeeper: a token without expiry is fetched per request", async () => {
+  const { calls, getToken } = counting([{ token: "a", expiresAt: null }]);
+  const keeper = new TokenKeeper(getToken);
+  await keeper.get();
+  await keeper.get();
+  assert.deepEqual(calls, [false, false]);
+});
+
+Deno.test("TokenKeeper: concurrent requests share one fetch", async () => {
+  const { calls, getToken } = counting([
+    { token: "a", expiresAt: Date.now() + 3_600_000 },
+  ]);
+  const keeper = new TokenKeeper(getToken);
+  const tokens = await Promise.all([keeper.get(), keeper.get(), keeper.get()]);
+  assert.deepEqual(tokens, ["a", "a", "a"]);
+  assert.deepEqual(calls, [false]);
+});
+
+Deno.test("TokenKeeper: a burst of 401s for one token forces one refresh", async () => {
+  const later = Date.now() + 3_600_000;
+  const { calls, getToken } = counting([
+    { token: "a", expiresAt: later },
+    { token: "b", expiresAt: later },
+  ]);
+  const keeper = new TokenKeeper(getToken);
+  assert.equal(await keeper.get(), "a");
+  const refreshed = await Promise.all([
+    keeper.get("a"),
+    keeper.get("a"),
+    keeper.get("a"),
+  ]);
+  assert.deepEqual(refreshed, ["b", "b", "b"]);
+  // A late 401 for the old token gets the new one without a fetch.
+  assert.equal(await keeper.get("a"), "b");
+  assert.deepEqual(calls, [false, true]);
+});
+
+Deno.test("TokenKeeper: a failed fetch is thrown, and the next request tries again", async () => {
+  let fail = true;
+  const keeper = new TokenKeeper(() =>
+    fail
+      ? Promise.reject(new Error("not logged in"))
+      : Promise.resolve({ token: "a" })
+  );
+  await assert.rejects(keeper.get(), /not logged in/);
+  fail = false;
+  assert.equal(await keeper.get(), "a");
+});
+
+function streamOf(...chunks: string[]): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  return new ReadableStream({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(encoder.encode(chunk));
+      controller.close();
+    },
+  });
+}
+
+Deno.test("readEvents: events across chunks, CRLF, multi-line data, comments, endpoint events", async () => {
+  const events = [];
+  for await (
+    const event of readEvents(streamOf(
+      ": keep-alive\n\nevent: endpoint\ndata: /messages?sessionId=1\n\n",
+      'data: {"a":\r\ndata: 1}\r',
+      "\n\r\nid: 7\nretry: 500\ndata:x\n\n",
+      "data: unterminated",
+    ))
+  ) events.push(event);
+  assert.deepEqual(events, [
+    {
+      event: "endpoint",
+      data: "/messages?sessionId=1",
+      id: undefined,
+      retry: undefined,
+    },
+    { event: "message", data: '{"a":\n1}', id: undefined, retry: undefined },
+    { event: "message", data: "x", id: "7", retry: 500 },
+  ]);
+});
+
+const BASE = [
+  "--socket",
+  "/run/s.sock",
+  "--session",
+  "s1",
+  "--agent",
+  "claude",
+  "--url",
+  "https://mcp.example.com/mcp",
+];
+
+Deno.test("parseBridgeArguments: options, headers, the transport", () => {
+  assert.deepEqual(
+    parseBridgeArguments([
+      ...BASE,
+      "--transport",
+      "sse",
+      "--header",
+      "X-Tenant=a=b",
+      "github",
+    ]),
+    {
+      socket: "/run/s.sock",
+      session: "s1",
+      agent: "claude",
+      url: "https://mcp.example.com/mcp",
+      transport: "sse",
+      headers: { "X-Tenant": "a=b" },
+      service: "github",
+    },
+  );
+  assert.equal(parseBridgeArguments([...BASE, "github"]).transport, "http");
+});
+
+Deno.test("parseBridgeArguments: usage errors", () => {
+  for (
+    const args of [
+      [...BASE],
+      [...BASE, "a", "b"],
+      [...BASE, "--transport", "ws", "a"],
+      [...BASE, "--header", "Authorization=Bearer x", "a"],
+      [...BASE, "--header", "novalue", "a"],
+      [...BASE, "--bogus", "a"],
+      [...BASE.slice(0, 6), "--url", "file:///etc/passwd", "a"],
+      [...BASE.slice(2), "a"],
+    ]
+  ) {
+    assert.throws(() => parseBridgeArguments(args), UsageError, args.join(" "));
+  }
+});

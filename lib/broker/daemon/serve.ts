@@ -27,6 +27,15 @@ import { handleRequest } from "./handler.ts";
 import { type HttpServer, serveHttp } from "./http_server.ts";
 import { LoginState } from "./login_state.ts";
 import { TokenBroker } from "./token_broker.ts";
+import { setNonDumpable } from "../../runtime/libc.ts";
+
+/**
+ * The file in the runtime folder that every serving daemon holds a shared
+ * lock on for its whole life. A non-dumpable daemon's `/proc/<pid>/environ`
+ * is private, so `/proc/locks` is how a process of the same user (a test,
+ * an operator with `grep`) tells which daemon serves which folder.
+ */
+export const LIVE_LOCK_NAME = "broker.live";
 
 /** How a daemon runs. */
 export interface ServeOptions {
@@ -49,6 +58,11 @@ export async function serveBroker(
 ): Promise<ServeOutcome> {
   const { paths, log } = options;
   const socket = paths.socket;
+  // Before the first secret is in memory: other processes of this user
+  // must not read the daemon's memory (ptrace, /proc/<pid>/mem).
+  if (!setNonDumpable() && Deno.build.os === "linux") {
+    log("cannot make the broker non-dumpable; its memory is readable");
+  }
   const started = new Date();
   let stop: () => void = () => {};
   const stopped = new Promise<void>((resolve) => stop = resolve);
@@ -83,6 +97,8 @@ export async function serveBroker(
     log,
   };
 
+  ensurePrivateDir(paths.runtimeDir);
+  const live = await holdLiveLock(paths.runtimeDir);
   const server = await claimSocket({
     runtimeDir: paths.runtimeDir,
     socket,
@@ -94,7 +110,10 @@ export async function serveBroker(
         log,
       }),
   });
-  if (server === undefined) return "already-running";
+  if (server === undefined) {
+    live.close();
+    return "already-running";
+  }
   log(`sherlock ${VERSION} broker serving on ${socket} (pid ${Deno.pid})`);
 
   const onSignal = () => stop();
@@ -113,6 +132,7 @@ export async function serveBroker(
   await server.shutdown();
   login.logout();
   tokens.clear();
+  live.close();
   log("broker stopped");
   return "served";
 }
@@ -153,6 +173,19 @@ async function claimSocket(
     await lock.unlock().catch(() => {});
     lock.close();
   }
+}
+
+/** Opens {@linkcode LIVE_LOCK_NAME} and takes its shared lock. */
+async function holdLiveLock(runtimeDir: string): Promise<Deno.FsFile> {
+  const file = await Deno.open(join(runtimeDir, LIVE_LOCK_NAME), {
+    create: true,
+    write: true,
+    mode: 0o600,
+  });
+  // Shared: a daemon still finishing its last requests and its successor
+  // both hold it, and neither waits.
+  await file.lock(false);
+  return file;
 }
 
 async function answers(socket: string): Promise<boolean> {

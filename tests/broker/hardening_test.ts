@@ -1,0 +1,65 @@
+/**
+ * The daemon against a hostile process of the same user and against floods:
+ * its memory is not readable, logins are serialized and slowed after
+ * failures, open connections are bounded, and its logs are rotated.
+ * Real daemons on real sockets, checked as an operator would.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { createBrokerHome } from "../helpers/broker_home.ts";
+import { sherlockCommand } from "../helpers/sherlock.ts";
+
+/**
+ * The argv prefix that runs a command as a process of this user without
+ * capabilities: as root, `setpriv` drops them (a root process with
+ * CAP_SYS_PTRACE reads any process's memory, so only a capability-less one
+ * shows what another process of the same user can do); otherwise nothing.
+ */
+function withoutCapabilities(): string[] {
+  return Deno.uid() === 0
+    ? ["setpriv", "--bounding-set=-all", "--inh-caps=-all"]
+    : [];
+}
+
+Deno.test({
+  name: "the daemon's /proc/<pid>/environ is not readable by the same user",
+  ignore: Deno.build.os !== "linux",
+  fn: async () => {
+    await using home = await createBrokerHome();
+    // The daemon inherits the starter's capabilities: start it as a plain
+    // process of this user would.
+    const [command, ...args] = [
+      ...withoutCapabilities(),
+      ...sherlockCommand(["broker", "start"]),
+    ];
+    const started = await new Deno.Command(command, {
+      args,
+      env: home.env,
+      clearEnv: true,
+      cwd: home.work,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(started.code, 0, new TextDecoder().decode(started.stderr));
+    const health = await home.health();
+    assert.ok(health, "the broker answers");
+    await home.login();
+
+    // What `cat /proc/<pid>/environ` (or a debugger, or /proc/<pid>/mem)
+    // run by another process of this user gets.
+    const [reader, ...readerArgs] = [
+      ...withoutCapabilities(),
+      "cat",
+      `/proc/${health.pid}/environ`,
+    ];
+    const read = await new Deno.Command(reader, {
+      args: readerArgs,
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    assert.notEqual(read.code, 0, "another process read the daemon's environ");
+    assert.match(new TextDecoder().decode(read.stderr), /Permission denied/);
+  },
+});

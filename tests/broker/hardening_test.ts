@@ -10,6 +10,8 @@
 import assert from "node:assert/strict";
 import { createBrokerHome } from "../helpers/broker_home.ts";
 import { sherlockCommand } from "../helpers/sherlock.ts";
+import type { Whoami } from "../../lib/broker/protocol.ts";
+import { unixHttpRequest } from "../../lib/runtime/unix_http.ts";
 
 /**
  * The argv prefix that runs a command as a process of this user without
@@ -62,4 +64,20 @@ Deno.test({
     assert.notEqual(read.code, 0, "another process read the daemon's environ");
     assert.match(new TextDecoder().decode(read.stderr), /Permission denied/);
   },
+});
+
+Deno.test("without config.toml, the store locks after an hour without use", async () => {
+  await using home = await createBrokerHome();
+  const login = await home.login();
+  assert.match(login.stdout, /locks when idle at \d{4}-/);
+  const who = await unixHttpRequest({
+    socket: home.socket,
+    method: "GET",
+    path: "/v1/whoami",
+    timeoutMs: 30_000,
+  });
+  const { since, locksAt } = who.body as Whoami;
+  assert.ok(since && locksAt, JSON.stringify(who.body));
+  const seconds = (Date.parse(locksAt) - Date.parse(since)) / 1000;
+  assert.ok(Math.abs(seconds - 3600) < 5, `locks after ${seconds} s`);
 });

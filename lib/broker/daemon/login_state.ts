@@ -18,7 +18,7 @@ import {
 /** How the login state is set up. */
 export interface LoginStateOptions {
   storePath: string;
-  /** Lock again after this many seconds without a token request. */
+  /** Lock again after this many seconds without a token request; 0 never. */
   idleTimeoutSeconds?: number;
   /** Called when the idle timeout locks the store. */
   onIdleLock: () => void;
@@ -96,7 +96,7 @@ export class LoginState {
   /** Records activity: the idle timeout starts again. */
   touch(): void {
     const seconds = this.#options.idleTimeoutSeconds;
-    if (seconds === undefined || this.#store === undefined) return;
+    if (!seconds || this.#store === undefined) return;
     clearTimeout(this.#idleTimer);
     this.#locksAt = new Date(Date.now() + seconds * 1000);
     this.#idleTimer = setTimeout(() => {

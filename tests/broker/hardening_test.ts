@@ -8,7 +8,11 @@
  */
 
 import assert from "node:assert/strict";
-import { createBrokerHome } from "../helpers/broker_home.ts";
+import {
+  type BrokerHome,
+  createBrokerHome,
+  PASSPHRASE,
+} from "../helpers/broker_home.ts";
 import { sherlockCommand } from "../helpers/sherlock.ts";
 import type { Whoami } from "../../lib/broker/protocol.ts";
 import { unixHttpRequest } from "../../lib/runtime/unix_http.ts";
@@ -80,4 +84,56 @@ Deno.test("without config.toml, the store locks after an hour without use", asyn
   assert.ok(since && locksAt, JSON.stringify(who.body));
   const seconds = (Date.parse(locksAt) - Date.parse(since)) / 1000;
   assert.ok(Math.abs(seconds - 3600) < 5, `locks after ${seconds} s`);
+});
+
+/** A POST /v1/login straight to the socket; the answer's status. */
+async function rawLogin(home: BrokerHome, passphrase: string): Promise<number> {
+  const answer = await unixHttpRequest({
+    socket: home.socket,
+    method: "POST",
+    path: "/v1/login",
+    body: { passphrase },
+    timeoutMs: 120_000,
+  });
+  return answer.status;
+}
+
+/** A field of /proc/<pid>/status in KiB (VmHWM: the peak resident size). */
+function statusKib(pid: number, field: string): number {
+  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status);
+  assert.ok(match, `no ${field} in /proc/${pid}/status`);
+  return Number(match[1]);
+}
+
+Deno.test({
+  name: "concurrent logins derive keys one at a time: the peak memory stays",
+  ignore: Deno.build.os !== "linux",
+  fn: async () => {
+    await using home = await createBrokerHome();
+    await home.login();
+    const pid = (await home.health())!.pid;
+    // One derivation (scrypt, 128 MiB) is in the peak already.
+    const before = statusKib(pid, "VmHWM");
+    const statuses = await Promise.all(
+      Array.from({ length: 6 }, () => rawLogin(home, PASSPHRASE)),
+    );
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200]);
+    const grownMib = (statusKib(pid, "VmHWM") - before) / 1024;
+    // Six at once would add five more derivations' 640 MiB.
+    assert.ok(grownMib < 256, `the peak grew by ${grownMib.toFixed(0)} MiB`);
+  },
+});
+
+Deno.test("after wrong passphrases the next login waits, longer each time", async () => {
+  await using home = await createBrokerHome();
+  await home.login();
+  // Three wrong ones in a row: the next waits 4 s after the third.
+  for (let failure = 0; failure < 3; failure++) {
+    assert.equal(await rawLogin(home, "wrong passphrase"), 401);
+  }
+  const afterThird = Date.now();
+  assert.equal(await rawLogin(home, PASSPHRASE), 200);
+  const waited = Date.now() - afterThird;
+  assert.ok(waited >= 3900, `the fourth login came after ${waited} ms`);
 });

@@ -137,3 +137,36 @@ Deno.test("after wrong passphrases the next login waits, longer each time", asyn
   const waited = Date.now() - afterThird;
   assert.ok(waited >= 3900, `the fourth login came after ${waited} ms`);
 });
+
+Deno.test("600 idle connections: the daemon keeps at most 256 open and still answers", async () => {
+  await using home = await createBrokerHome();
+  await home.sherlock(["broker", "start"]);
+  const idle: Deno.UnixConn[] = [];
+  try {
+    for (let index = 0; index < 600; index++) {
+      idle.push(await Deno.connect({ transport: "unix", path: home.socket }));
+    }
+    const health = await home.health();
+    assert.ok(health, "the broker answers /v1/health");
+    // Writing to a connection the daemon closed fails at once (EPIPE).
+    let open = 0;
+    for (const connection of idle) {
+      try {
+        await connection.write(new TextEncoder().encode("G"));
+        open++;
+      } catch {
+        // Closed by the daemon.
+      }
+    }
+    assert.ok(open <= 256, `${open} idle connections are still open`);
+    assert.ok(await home.health(), "the broker still answers");
+  } finally {
+    for (const connection of idle) {
+      try {
+        connection.close();
+      } catch {
+        // Already closed.
+      }
+    }
+  }
+});

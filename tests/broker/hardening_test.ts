@@ -8,12 +8,16 @@
  */
 
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import {
   type BrokerHome,
   createBrokerHome,
   PASSPHRASE,
 } from "../helpers/broker_home.ts";
-import { sherlockCommand } from "../helpers/sherlock.ts";
+import { lines, sherlockCommand } from "../helpers/sherlock.ts";
+import { modeOf } from "../helpers/files.ts";
+import { appendAudit } from "../../lib/broker/daemon/audit_log.ts";
+import { brokerLogWriter } from "../../lib/broker/daemon/serve.ts";
 import type { Whoami } from "../../lib/broker/protocol.ts";
 import { unixHttpRequest } from "../../lib/runtime/unix_http.ts";
 
@@ -168,5 +172,61 @@ Deno.test("600 idle connections: the daemon keeps at most 256 open and still ans
         // Already closed.
       }
     }
+  }
+});
+
+Deno.test("the audit log is rotated by size, three kept, and `broker log -n` reads across them", async () => {
+  await using home = await createBrokerHome();
+  const stateDir = join(home.stateHome, "sherlock");
+  for (let index = 0; index < 60; index++) {
+    appendAudit(stateDir, {
+      event: "token",
+      agent: "fake",
+      session: `session${String(index).padStart(2, "0")}`,
+      service: "github",
+      source: "command",
+    }, { maxBytes: 1000 });
+  }
+  const names = [...Deno.readDirSync(stateDir)].map((entry) => entry.name)
+    .filter((name) => name.startsWith("audit.log")).sort();
+  assert.deepEqual(names, [
+    "audit.log",
+    "audit.log.1",
+    "audit.log.2",
+    "audit.log.3",
+  ]);
+  for (const name of names) {
+    const path = join(stateDir, name);
+    assert.equal(modeOf(path), 0o600, name);
+    assert.ok(Deno.statSync(path).size <= 1000, `${name} is too large`);
+  }
+
+  const log = await home.sherlock(["broker", "log", "-n", "12"]);
+  assert.equal(log.code, 0, log.stderr);
+  const sessions = lines(log.stdout).slice(1).map((row) =>
+    /session\d\d/.exec(row)?.[0]
+  );
+  assert.deepEqual(
+    sessions,
+    Array.from({ length: 12 }, (_, index) => `session${48 + index}`),
+  );
+});
+
+Deno.test("the daemon's broker.log is rotated by size too", () => {
+  const folder = Deno.makeTempDirSync();
+  try {
+    const path = join(folder, "broker.log");
+    const log = brokerLogWriter(path, { maxBytes: 200, keep: 2 });
+    for (let index = 0; index < 40; index++) log(`line ${index}`);
+    const names = [...Deno.readDirSync(folder)].map((entry) => entry.name)
+      .sort();
+    assert.deepEqual(names, ["broker.log", "broker.log.1", "broker.log.2"]);
+    for (const name of names) {
+      assert.equal(modeOf(join(folder, name)), 0o600, name);
+      assert.ok(Deno.statSync(join(folder, name)).size <= 200, name);
+    }
+    assert.match(Deno.readTextFileSync(path), /line 39\n$/);
+  } finally {
+    Deno.removeSync(folder, { recursive: true });
   }
 });

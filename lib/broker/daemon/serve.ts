@@ -22,7 +22,11 @@ import type { Settings } from "../../config/settings.ts";
 import { ValidationCache } from "../../config/validation_cache.ts";
 import { VERSION } from "../../version.ts";
 import { MAX_BODY_BYTES } from "../protocol.ts";
-import { appendAudit } from "./audit_log.ts";
+import {
+  appendAudit,
+  appendRotating,
+  type RotationOptions,
+} from "./audit_log.ts";
 import { handleRequest } from "./handler.ts";
 import { type HttpServer, serveHttp } from "./http_server.ts";
 import { LoginState } from "./login_state.ts";
@@ -44,6 +48,23 @@ export interface ServeOptions {
   settings: Settings;
   /** Writes a line to the daemon's log. */
   log: (line: string) => void;
+}
+
+/**
+ * The daemon's log in the background: timestamped lines appended to `path`
+ * (0600), rotated by size like the audit log.
+ */
+export function brokerLogWriter(
+  path: string,
+  rotation: RotationOptions = {},
+): (line: string) => void {
+  return (line) => {
+    try {
+      appendRotating(path, `${new Date().toISOString()} ${line}\n`, rotation);
+    } catch {
+      // A full disk must not stop the daemon; the line is lost.
+    }
+  };
 }
 
 /** What {@linkcode serveBroker} did. */

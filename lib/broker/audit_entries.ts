@@ -36,18 +36,31 @@ export interface AuditEntry {
   reason?: string;
 }
 
+/** The most rotated files read (`audit.log.1` …); the daemon keeps 3. */
+const MAX_ROTATED_FILES = 16;
+
 /**
- * The last `count` entries of the audit log at `path`, oldest first; none
- * when there is no log yet. Lines that do not parse are skipped.
+ * The last `count` entries of the audit log at `path` and, when it holds
+ * fewer, of its rotated files (`<path>.1` is the newest), oldest first;
+ * none when there is no log yet. Lines that do not parse are skipped.
  */
 export function readAudit(path: string, count: number): AuditEntry[] {
-  let text: string;
-  try {
-    text = Deno.readTextFileSync(path);
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return [];
-    throw error;
+  let entries: AuditEntry[] = [];
+  for (let index = 0; index <= MAX_ROTATED_FILES; index++) {
+    if (entries.length >= count) break;
+    let text: string;
+    try {
+      text = Deno.readTextFileSync(index === 0 ? path : `${path}.${index}`);
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) break;
+      throw error;
+    }
+    entries = [...parseEntries(text), ...entries];
   }
+  return count === 0 ? [] : entries.slice(-count);
+}
+
+function parseEntries(text: string): AuditEntry[] {
   const entries: AuditEntry[] = [];
   for (const line of text.split("\n")) {
     if (line.trim() === "") continue;
@@ -59,5 +72,5 @@ export function readAudit(path: string, count: number): AuditEntry[] {
       // A torn line from a crash is not worth failing over.
     }
   }
-  return entries.slice(-count);
+  return entries;
 }

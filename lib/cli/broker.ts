@@ -58,17 +58,14 @@ async function serve(args: readonly string[]): Promise<number> {
     throw new UsageError(`unknown option ${unknown} for broker serve`);
   }
   const { env, paths } = commandContext();
+  const { serveBroker, brokerLogWriter } = await importLazily<
+    typeof import("../broker/daemon/serve.ts")
+  >(new URL("../broker/daemon/serve.ts", import.meta.url));
   let logLine = (line: string) => console.error(`sherlock broker: ${line}`);
   if (background) {
     ensurePrivateDir(paths.stateDir);
-    const file = Deno.openSync(paths.brokerLog, {
-      append: true,
-      create: true,
-      mode: 0o600,
-    });
-    const encoder = new TextEncoder();
-    logLine = (line) =>
-      file.writeSync(encoder.encode(`${new Date().toISOString()} ${line}\n`));
+    // Opened per line and rotated by size, so it never grows forever.
+    logLine = brokerLogWriter(paths.brokerLog);
     // Do not hold the operator's project folder open for the daemon's life.
     if (env.HOME) Deno.chdir(env.HOME);
   }
@@ -78,9 +75,6 @@ async function serve(args: readonly string[]): Promise<number> {
       paths,
       cache: new ValidationCache(paths.cacheDir),
     });
-    const { serveBroker } = await importLazily<
-      typeof import("../broker/daemon/serve.ts")
-    >(new URL("../broker/daemon/serve.ts", import.meta.url));
     outcome = await serveBroker({ paths, settings, log: logLine });
   } catch (error) {
     // In the background nobody sees stderr: the client that started this

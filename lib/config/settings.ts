@@ -14,10 +14,18 @@ import type { ValidationCache } from "./validation_cache.ts";
 
 export type { Settings } from "./settings_schema.ts";
 
+/**
+ * `[broker] idle_timeout` when config.toml does not set it: an hour without
+ * a token request locks the store (0 means never). Long enough for a working
+ * session, short enough that a machine left unattended over lunch or the
+ * night does not keep every token one request away (docs/security.md).
+ */
+export const DEFAULT_IDLE_TIMEOUT_SECONDS = 3600;
+
 /** The settings every missing key falls back to. */
 export const DEFAULT_SETTINGS: Settings = {
   login: { provider: "local" },
-  broker: {},
+  broker: { idle_timeout: DEFAULT_IDLE_TIMEOUT_SECONDS },
   render: { tokens: "inline" },
 };
 

@@ -8,6 +8,7 @@
 import { z } from "zod";
 import type { Validation } from "./toml_files.ts";
 import { validateWith } from "./schema_problems.ts";
+import { DEFAULT_IDLE_TIMEOUT_SECONDS } from "./settings.ts";
 
 /**
  * The largest `[broker] idle_timeout`, in seconds: 7 days. (A timer cannot
@@ -26,12 +27,14 @@ export const settingsSchema = z.strictObject({
     }).default("local"),
   }).default({ provider: "local" }),
   broker: z.strictObject({
-    idle_timeout: z.int().positive("must be a positive number of seconds")
-      .max(
-        MAX_IDLE_TIMEOUT_SECONDS,
-        `must be at most ${MAX_IDLE_TIMEOUT_SECONDS} seconds (7 days)`,
-      ).optional(),
-  }).default({}),
+    // 0: never lock.
+    idle_timeout: z.int().nonnegative(
+      "must be a number of seconds, 0 for never",
+    ).max(
+      MAX_IDLE_TIMEOUT_SECONDS,
+      `must be at most ${MAX_IDLE_TIMEOUT_SECONDS} seconds (7 days)`,
+    ).default(DEFAULT_IDLE_TIMEOUT_SECONDS),
+  }).default({ idle_timeout: DEFAULT_IDLE_TIMEOUT_SECONDS }),
   render: z.strictObject({
     tokens: z.enum(["inline", "shim"]).default("inline"),
   }).default({ tokens: "inline" }),

@@ -376,6 +376,12 @@ Deno.test("logout drops cached tokens and locks: the next run says to log in, th
 
 Deno.test("whoami: what it says and its exit code in each state", async () => {
   await using home = await createBrokerHome();
+  // The idle timeout is on by default: this store never locks by itself.
+  Deno.mkdirSync(join(home.configHome, "sherlock"), { recursive: true });
+  Deno.writeTextFileSync(
+    join(home.configHome, "sherlock", "config.toml"),
+    "[broker]\nidle_timeout = 0\n",
+  );
   const down = await home.sherlock(["whoami"]);
   assert.equal(down.code, 77);
   assert.match(down.stdout, /the broker is not running/);

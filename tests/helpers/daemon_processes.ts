@@ -7,9 +7,12 @@
 
 /**
  * The pids of the live (not zombie) `sherlock broker serve` processes whose
- * environment has `XDG_RUNTIME_DIR=<runtimeHome>`, found by scanning /proc.
+ * environment has `XDG_RUNTIME_DIR=<runtimeHome>`, found by scanning /proc,
+ * or that hold the lock on `<runtimeHome>/sherlock/broker.live`: a daemon is
+ * non-dumpable, so only root can read its environment.
  */
 export function brokerDaemonPids(runtimeHome: string): number[] {
+  const holders = liveLockHolders(`${runtimeHome}/sherlock/broker.live`);
   const pids: number[] = [];
   for (const entry of Deno.readDirSync("/proc")) {
     if (!/^\d+$/.test(entry.name)) continue;
@@ -19,6 +22,10 @@ export function brokerDaemonPids(runtimeHome: string): number[] {
       const index = argv.indexOf("broker");
       if (index === -1 || argv[index + 1] !== "serve") continue;
       if (processState(Number(entry.name)) === "Z") continue;
+      if (holders.has(Number(entry.name))) {
+        pids.push(Number(entry.name));
+        continue;
+      }
       const environ = Deno.readTextFileSync(`${folder}/environ`).split("\0");
       if (environ.includes(`XDG_RUNTIME_DIR=${runtimeHome}`)) {
         pids.push(Number(entry.name));
@@ -28,6 +35,37 @@ export function brokerDaemonPids(runtimeHome: string): number[] {
     }
   }
   return pids.sort((a, b) => a - b);
+}
+
+/** The pids that hold a lock on the file at `path`, from /proc/locks. */
+export function liveLockHolders(path: string): Set<number> {
+  const holders = new Set<number>();
+  let info: Deno.FileInfo;
+  let locks: string;
+  try {
+    info = Deno.statSync(path);
+    locks = Deno.readTextFileSync("/proc/locks");
+  } catch {
+    return holders;
+  }
+  const dev = info.dev;
+  // glibc's gnu_dev_major/minor; /proc/locks prints them in hex.
+  const major = Math.floor(dev / 256) % 4096 +
+    Math.floor(dev / 2 ** 32) - Math.floor(dev / 2 ** 32) % 4096;
+  const high = Math.floor(dev / 4096);
+  const minor = dev % 256 + (high - high % 256) % 2 ** 32;
+  for (const line of locks.split("\n")) {
+    // "1: FLOCK  ADVISORY  READ 1234 fd:01:56789 0 EOF"; waiters have "->".
+    const match = /^\d+: \S+\s+\S+\s+\S+\s+(\d+) ([0-9a-f]+):([0-9a-f]+):(\d+) /
+      .exec(line);
+    if (
+      match && Number(match[4]) === info.ino &&
+      parseInt(match[2], 16) === major && parseInt(match[3], 16) === minor
+    ) {
+      holders.add(Number(match[1]));
+    }
+  }
+  return holders;
 }
 
 /** A process's state letter (R, S, Z…), or undefined when it is gone. */

@@ -10,6 +10,12 @@
  * limit, and answers every request it cannot use with a 4xx and a JSON
  * {@linkcode ErrorBody} — then closes, whatever the client does next.
  *
+ * At most {@linkcode MAX_CONNECTIONS} are open at once, so that idle
+ * connections cannot use up the daemon's file descriptors: a new one closes
+ * the oldest that has not sent its whole request yet (a real client sends
+ * at once, so the oldest idle one is the least likely to be one), and is
+ * itself closed at once when every open one is being answered.
+ *
  * @module
  */
 
@@ -22,6 +28,9 @@ export const MAX_HEAD_BYTES = 16 * 1024;
 /** How long a client may take to send its whole request. */
 export const READ_TIMEOUT_MS = 10_000;
 
+/** The most connections open at once. */
+export const MAX_CONNECTIONS = 256;
+
 /** How a server runs. */
 export interface HttpServerOptions {
   /** The socket's path; it must not exist yet. */
@@ -32,6 +41,8 @@ export interface HttpServerOptions {
   maxBodyBytes: number;
   /** Overrides {@linkcode READ_TIMEOUT_MS}. */
   readTimeoutMs?: number;
+  /** Overrides {@linkcode MAX_CONNECTIONS}. */
+  maxConnections?: number;
   /** Writes a line to the daemon's log (never a secret). */
   log: (line: string) => void;
 }
@@ -61,6 +72,9 @@ class SilentClose extends Error {}
 export function serveHttp(options: HttpServerOptions): HttpServer {
   const listener = Deno.listen({ transport: "unix", path: options.path });
   const open = new Set<Promise<void>>();
+  // Oldest first (a Map keeps insertion order); gone once closed.
+  const connections = new Map<Deno.Conn, ConnectionState>();
+  const maxConnections = options.maxConnections ?? MAX_CONNECTIONS;
   let closing = false;
   const accepting = (async () => {
     while (!closing) {
@@ -74,8 +88,19 @@ export function serveHttp(options: HttpServerOptions): HttpServer {
         await new Promise((resolve) => setTimeout(resolve, 100));
         continue;
       }
-      const done: Promise<void> = serveConnection(connection, options)
-        .finally(() => open.delete(done));
+      if (connections.size >= maxConnections && !evictIdle(connections)) {
+        closeQuietly(connection);
+        continue;
+      }
+      const state: ConnectionState = { reading: true };
+      connections.set(connection, state);
+      const done: Promise<void> = serveConnection(connection, {
+        ...options,
+        state,
+      }).finally(() => {
+        open.delete(done);
+        connections.delete(connection);
+      });
       open.add(done);
     }
   })();
@@ -93,9 +118,37 @@ export function serveHttp(options: HttpServerOptions): HttpServer {
   };
 }
 
+/** Where a connection is. */
+interface ConnectionState {
+  /** True until its whole request is read. */
+  reading: boolean;
+}
+
+/**
+ * Closes the oldest connection still sending its request (its read fails
+ * and its serving ends); false when every one is being answered.
+ */
+function evictIdle(connections: Map<Deno.Conn, ConnectionState>): boolean {
+  for (const [connection, state] of connections) {
+    if (!state.reading) continue;
+    connections.delete(connection);
+    closeQuietly(connection);
+    return true;
+  }
+  return false;
+}
+
+function closeQuietly(connection: Deno.Conn): void {
+  try {
+    connection.close();
+  } catch {
+    // Already closed.
+  }
+}
+
 async function serveConnection(
   connection: Deno.Conn,
-  options: HttpServerOptions,
+  options: HttpServerOptions & { state: ConnectionState },
 ): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
@@ -133,6 +186,7 @@ async function serveConnection(
     } finally {
       clearTimeout(timer);
     }
+    options.state.reading = false;
     let response: Response;
     try {
       response = await options.handler(request);
@@ -148,11 +202,7 @@ async function serveConnection(
   } catch {
     // The client went away while we answered.
   } finally {
-    try {
-      connection.close();
-    } catch {
-      // Already closed.
-    }
+    closeQuietly(connection);
   }
 }
 

@@ -2,6 +2,12 @@
  * Who is logged in to the daemon: the `local` provider's unlocked secret
  * store, since when, and the optional idle timeout that locks it again.
  *
+ * Logins take turns: each one derives a key with scrypt (128 MiB, most of a
+ * second), so concurrent ones would multiply the daemon's memory, and a
+ * guesser would get the machine's every core. After a wrong passphrase the
+ * next login waits {@linkcode loginDelayMs}, doubling up to 30 s, until a
+ * right one.
+ *
  * @module
  */
 
@@ -13,12 +19,25 @@ import {
   storeExists,
   StoreExistsError,
   unlockStore,
+  WrongPassphraseError,
 } from "./secret_store.ts";
+
+/** The longest a login waits after wrong passphrases. */
+export const MAX_LOGIN_DELAY_MS = 30_000;
+
+/**
+ * How long after the last wrong passphrase the next login starts, after
+ * `failures` wrong ones in a row: 0, 1, 2, 4, 8… s, at most 30 s.
+ */
+export function loginDelayMs(failures: number): number {
+  if (failures <= 0) return 0;
+  return Math.min(MAX_LOGIN_DELAY_MS, 1000 * 2 ** Math.min(failures - 1, 15));
+}
 
 /** How the login state is set up. */
 export interface LoginStateOptions {
   storePath: string;
-  /** Lock again after this many seconds without a token request. */
+  /** Lock again after this many seconds without a token request; 0 never. */
   idleTimeoutSeconds?: number;
   /** Called when the idle timeout locks the store. */
   onIdleLock: () => void;
@@ -31,6 +50,11 @@ export class LoginState {
   #since: Date | undefined;
   #locksAt: Date | undefined;
   #idleTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The login running or last run; the next one waits for it. */
+  #turn: Promise<unknown> = Promise.resolve();
+  /** Wrong passphrases in a row, and when the last one was told. */
+  #failures = 0;
+  #lastFailure = 0;
 
   /** Starts logged out. */
   constructor(options: LoginStateOptions) {
@@ -61,9 +85,32 @@ export class LoginState {
    * Unlocks (or, with `create`, creates) the store. When `create` finds a
    * store that appeared meanwhile (several first logins at once), it
    * unlocks that one with the same passphrase instead. Errors of the store
-   * (wrong passphrase, corrupt or newer file) propagate.
+   * (wrong passphrase, corrupt or newer file) propagate. One login runs at
+   * a time, in the order they came.
    */
-  async login(passphrase: string, create: boolean): Promise<LoginAnswer> {
+  login(passphrase: string, create: boolean): Promise<LoginAnswer> {
+    const turn = this.#turn.then(() => this.#loginNow(passphrase, create));
+    this.#turn = turn.catch(() => {});
+    return turn;
+  }
+
+  async #loginNow(passphrase: string, create: boolean): Promise<LoginAnswer> {
+    const wait = this.#lastFailure + loginDelayMs(this.#failures) - Date.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    try {
+      const answer = await this.#unlock(passphrase, create);
+      this.#failures = 0;
+      return answer;
+    } catch (error) {
+      if (error instanceof WrongPassphraseError) {
+        this.#failures++;
+        this.#lastFailure = Date.now();
+      }
+      throw error;
+    }
+  }
+
+  async #unlock(passphrase: string, create: boolean): Promise<LoginAnswer> {
     const path = this.#options.storePath;
     let store: SecretStore;
     let created = create;
@@ -96,7 +143,7 @@ export class LoginState {
   /** Records activity: the idle timeout starts again. */
   touch(): void {
     const seconds = this.#options.idleTimeoutSeconds;
-    if (seconds === undefined || this.#store === undefined) return;
+    if (!seconds || this.#store === undefined) return;
     clearTimeout(this.#idleTimer);
     this.#locksAt = new Date(Date.now() + seconds * 1000);
     this.#idleTimer = setTimeout(() => {

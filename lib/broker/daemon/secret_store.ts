@@ -598,6 +598,9 @@ class UnlockedStore implements SecretStore {
 
   lock(): void {
     this.#key.fill(0);
+    // Clear the map itself, not only this reference: whoever else still
+    // holds it (an update in progress) must not keep the values alive.
+    this.#entries.clear();
     this.#entries = new Map();
     this.#locked = true;
   }

@@ -24,11 +24,24 @@ import type { Settings } from "../../config/settings.ts";
 import { ValidationCache } from "../../config/validation_cache.ts";
 import { VERSION } from "../../version.ts";
 import { MAX_BODY_BYTES } from "../protocol.ts";
-import { appendAudit } from "./audit_log.ts";
+import {
+  appendAudit,
+  appendRotating,
+  type RotationOptions,
+} from "./audit_log.ts";
 import { handleRequest } from "./handler.ts";
 import { type HttpServer, serveHttp } from "./http_server.ts";
 import { LoginState } from "./login_state.ts";
 import { TokenBroker } from "./token_broker.ts";
+import { setNonDumpable } from "../../runtime/libc.ts";
+
+/**
+ * The file in the runtime folder that every serving daemon holds a shared
+ * lock on for its whole life. A non-dumpable daemon's `/proc/<pid>/environ`
+ * is private, so `/proc/locks` is how a process of the same user (a test,
+ * an operator with `grep`) tells which daemon serves which folder.
+ */
+export const LIVE_LOCK_NAME = "broker.live";
 
 /** How a daemon runs. */
 export interface ServeOptions {
@@ -37,6 +50,23 @@ export interface ServeOptions {
   settings: Settings;
   /** Writes a line to the daemon's log. */
   log: (line: string) => void;
+}
+
+/**
+ * The daemon's log in the background: timestamped lines appended to `path`
+ * (0600), rotated by size like the audit log.
+ */
+export function brokerLogWriter(
+  path: string,
+  rotation: RotationOptions = {},
+): (line: string) => void {
+  return (line) => {
+    try {
+      appendRotating(path, `${new Date().toISOString()} ${line}\n`, rotation);
+    } catch {
+      // A full disk must not stop the daemon; the line is lost.
+    }
+  };
 }
 
 /** What {@linkcode serveBroker} did. */
@@ -51,6 +81,11 @@ export async function serveBroker(
 ): Promise<ServeOutcome> {
   const { paths, log } = options;
   const socket = paths.socket;
+  // Before the first secret is in memory: other processes of this user
+  // must not read the daemon's memory (ptrace, /proc/<pid>/mem).
+  if (!setNonDumpable() && Deno.build.os === "linux") {
+    log("cannot make the broker non-dumpable; its memory is readable");
+  }
   const started = new Date();
   let stop: () => void = () => {};
   const stopped = new Promise<void>((resolve) => stop = resolve);
@@ -85,6 +120,8 @@ export async function serveBroker(
     log,
   };
 
+  ensurePrivateDir(paths.runtimeDir);
+  const live = await holdLiveLock(paths.runtimeDir);
   const server = await claimSocket({
     runtimeDir: paths.runtimeDir,
     socket,
@@ -96,7 +133,10 @@ export async function serveBroker(
         log,
       }),
   });
-  if (server === undefined) return "already-running";
+  if (server === undefined) {
+    live.close();
+    return "already-running";
+  }
   log(`sherlock ${VERSION} broker serving on ${socket} (pid ${Deno.pid})`);
 
   const onSignal = () => stop();
@@ -115,6 +155,7 @@ export async function serveBroker(
   await server.shutdown();
   login.logout();
   tokens.clear();
+  live.close();
   log("broker stopped");
   return "served";
 }
@@ -160,6 +201,19 @@ async function claimSocket(
     await lock.unlock().catch(() => {});
     lock.close();
   }
+}
+
+/** Opens {@linkcode LIVE_LOCK_NAME} and takes its shared lock. */
+async function holdLiveLock(runtimeDir: string): Promise<Deno.FsFile> {
+  const file = await Deno.open(join(runtimeDir, LIVE_LOCK_NAME), {
+    create: true,
+    write: true,
+    mode: 0o600,
+  });
+  // Shared: a daemon still finishing its last requests and its successor
+  // both hold it, and neither waits.
+  await file.lock(false);
+  return file;
 }
 
 async function answers(socket: string): Promise<boolean> {

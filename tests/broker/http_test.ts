@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { MAX_BODY_BYTES } from "../../lib/broker/protocol.ts";
+import { registerSession } from "../../lib/broker/client.ts";
 import { type BrokerHome, createBrokerHome } from "../helpers/broker_home.ts";
 import { rawExchange } from "../helpers/socket_http.ts";
 
@@ -49,7 +50,16 @@ Deno.test("malformed requests get a JSON 4xx and the daemon goes on", async () =
   assert.equal(start.code, 0);
   const health = await home.health();
   assert.ok(health);
-  const token = JSON.stringify({ service: "github", session: "s", agent: "a" });
+  // A registered session (this process stands in for its sherlock), so
+  // that the valid requests below are refused for the login only.
+  const { capability } = await registerSession({
+    socket: home.socket,
+    session: "s",
+    agent: "a",
+    services: ["github"],
+    pid: Deno.pid,
+  });
+  const token = JSON.stringify({ service: "github", capability });
   const bad = { status: 400, code: "bad_request" };
   const cases: [
     string,
@@ -219,7 +229,7 @@ Deno.test("malformed requests get a JSON 4xx and the daemon goes on", async () =
       "tokens while locked, even none",
       post(
         "/v1/tokens",
-        JSON.stringify({ services: [], session: "s", agent: "a" }),
+        JSON.stringify({ services: [], capability }),
       ),
       { status: 401, code: "not_logged_in" },
     ],

@@ -322,21 +322,35 @@ async function main(): Promise<number> {
 
     // 1. Round trips.
     log(`${options.requests} round trips of each kind`);
+    const services = sandbox.counters.map((_, index) =>
+      `svc${String(index + 1).padStart(2, "0")}`
+    );
+    // The daemon serves registered sessions only; this process stands in
+    // for the session's sherlock. (A daemon without sessions ignores the
+    // capability and reads the session and agent instead.)
+    const registered = await unixHttpRequest({
+      socket: sandbox.socket,
+      method: "POST",
+      path: "/v1/sessions",
+      body: { session: "bench", agent: "trivial", services, pid: Deno.pid },
+      timeoutMs: 120_000,
+    });
+    const claims = {
+      session: "bench",
+      agent: "trivial",
+      ...(registered.status === 200
+        ? { capability: (registered.body as { capability: string }).capability }
+        : {}),
+    };
     const token = {
       method: "POST",
       path: "/v1/token",
-      body: { service: "svc01", session: "bench", agent: "trivial" },
+      body: { service: "svc01", ...claims },
     };
     const batch = {
       method: "POST",
       path: "/v1/tokens",
-      body: {
-        services: sandbox.counters.map((_, index) =>
-          `svc${String(index + 1).padStart(2, "0")}`
-        ),
-        session: "bench",
-        agent: "trivial",
-      },
+      body: { services, ...claims },
     };
     const hasBatch = (await unixHttpRequest({
       socket: sandbox.socket,

@@ -17,13 +17,26 @@ export interface AuditEntry {
     | "login"
     | "login_failed"
     | "logout"
-    | "idle_lock";
-  /** The agent of the session, for token events. */
+    | "idle_lock"
+    | "session_start"
+    | "secret_set"
+    | "secret_rm"
+    | "shutdown";
+  /**
+   * The agent of the session, for token and session events: the one the
+   * session registered with, never what a request claims.
+   */
   agent?: string;
-  /** The session, for token events. */
+  /** The session, for token and session events (as registered). */
   session?: string;
-  /** The service, for token events. */
+  /** The service, for token events; the secret's name, for secret events. */
   service?: string;
+  /** The services a session registered, for `session_start`. */
+  services?: string[];
+  /** The pid of the sherlock that registered a session. */
+  pid?: number;
+  /** That process's executable as the daemon read it (Linux), if it could. */
+  exe?: string;
   /** The token's source (`secret`, `command`). */
   source?: string;
   /** The token's expiry (RFC 3339), if known. */

@@ -40,6 +40,9 @@ import type {
   LoginRequest,
   SecretList,
   SecretRemoved,
+  SessionEnded,
+  SessionGrant,
+  SessionRequest,
   TokenRequest,
   TokenResponse,
   TokensDefer,
@@ -368,6 +371,58 @@ export function logout(socket: string): Promise<Whoami> {
   });
 }
 
+/**
+ * `POST /v1/sessions`: registers a session (the daemon serves tokens only
+ * to registered sessions, for their own services) and returns its
+ * capability, which every token request of the session presents. Starts
+ * the daemon first when nothing answers on the socket (see
+ * {@linkcode ensureBroker}). Needs no login.
+ */
+export async function registerSession(
+  options: SessionRequest & { socket: string; logFile?: string },
+): Promise<SessionGrant> {
+  const request = {
+    socket: options.socket,
+    method: "POST",
+    path: "/v1/sessions",
+    body: {
+      session: options.session,
+      agent: options.agent,
+      services: [...options.services],
+      pid: options.pid,
+    } satisfies SessionRequest,
+    timeoutMs: QUICK_TIMEOUT_MS,
+    isAnswer: (body: unknown) =>
+      isObject(body) && typeof body.capability === "string" &&
+      body.capability !== "",
+  };
+  try {
+    return await callBroker<SessionGrant>(request);
+  } catch (error) {
+    if (!(error instanceof BrokerNotRunningError)) throw error;
+    await ensureBroker({ socket: options.socket, logFile: options.logFile });
+    return await callBroker<SessionGrant>(request);
+  }
+}
+
+/**
+ * `DELETE /v1/sessions/<id>`: ends a session, so that its capability gets
+ * nothing more; false when the daemon did not know it (any more).
+ */
+export async function endBrokerSession(
+  options: { socket: string; session: string; capability: string },
+): Promise<boolean> {
+  const { ended } = await callBroker<SessionEnded>({
+    socket: options.socket,
+    method: "DELETE",
+    path: `/v1/sessions/${encodeURIComponent(options.session)}`,
+    body: { capability: options.capability },
+    timeoutMs: QUICK_TIMEOUT_MS,
+    isAnswer: (body) => isObject(body) && typeof body.ended === "boolean",
+  });
+  return ended;
+}
+
 /** `POST /v1/token`: one service's token (the shim's request). */
 export function fetchToken(
   socket: string,
@@ -452,13 +507,12 @@ function secretPath(name: string): string {
 }
 
 /**
- * The tokens of the named services for a session, in one round trip when
- * the daemon is up: `POST /v1/tokens` (the daemon runs their helpers
- * concurrently, and answers "not logged in" for the whole request while
- * the store is locked; with no services, that is all it checks). Only when
- * nothing answers on the socket is the daemon started first (see
- * {@linkcode ensureBroker}). A service of `defer` whose token the daemon
- * kept for the session's shim is in `deferred` instead of `tokens`. Throws
+ * The tokens of the named services for a registered session (see
+ * {@linkcode registerSession}), in one round trip: `POST /v1/tokens` (the
+ * daemon runs their helpers concurrently, and answers "not logged in" for
+ * the whole request while the store is locked; with no services, that is
+ * all it checks). A service of `defer` whose token the daemon kept for the
+ * session's shim is in `deferred` instead of `tokens`. Throws
  * {@linkcode NotLoggedInError}, or the first failure in the order of
  * `services`, which names the service.
  */
@@ -467,19 +521,16 @@ export async function fetchTokens(
     socket: string;
     services: readonly string[];
     defer?: TokensDefer;
-    session: string;
-    agent: string;
-    logFile?: string;
+    capability: string;
   },
 ): Promise<{ tokens: Map<string, string>; deferred: string[] }> {
-  const request = {
+  const answer = await callBroker<TokensResponse>({
     socket: options.socket,
     method: "POST",
     path: "/v1/tokens",
     body: {
       services: [...options.services],
-      session: options.session,
-      agent: options.agent,
+      capability: options.capability,
       ...(options.defer && options.defer.services.length > 0
         ? { defer: options.defer }
         : {}),
@@ -488,15 +539,7 @@ export async function fetchTokens(
     isAnswer: (body: unknown) =>
       isObject(body) && Array.isArray(body.results) &&
       body.results.every(isTokenResult),
-  };
-  let answer: TokensResponse;
-  try {
-    answer = await callBroker<TokensResponse>(request);
-  } catch (error) {
-    if (!(error instanceof BrokerNotRunningError)) throw error;
-    await ensureBroker({ socket: options.socket, logFile: options.logFile });
-    answer = await callBroker<TokensResponse>(request);
-  }
+  });
   const tokens = new Map<string, string>();
   const deferred: string[] = [];
   for (const result of answer.results) {

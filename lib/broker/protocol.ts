@@ -9,6 +9,8 @@
  * | GET  /v1/whoami          |                              | {@linkcode Whoami}  |
  * | POST /v1/login           | {@linkcode LoginRequest}     | {@linkcode LoginAnswer} |
  * | POST /v1/logout          |                              | {@linkcode Whoami}  |
+ * | POST /v1/sessions        | {@linkcode SessionRequest}   | {@linkcode SessionGrant} |
+ * | DELETE /v1/sessions/<id> | {@linkcode SessionEnd}       | {@linkcode SessionEnded} |
  * | POST /v1/token           | {@linkcode TokenRequest}     | {@linkcode TokenResponse} |
  * | POST /v1/tokens          | {@linkcode TokensRequest}    | {@linkcode TokensResponse} |
  * | GET  /v1/secrets         |                              | {@linkcode SecretList} |
@@ -16,7 +18,10 @@
  * | DELETE /v1/secrets/<name>|                              | {@linkcode SecretRemoved} |
  * | POST /v1/shutdown        |                              | {}                |
  *
- * Every failure is a 4xx/5xx with an {@linkcode ErrorBody}.
+ * Every failure is a 4xx/5xx with an {@linkcode ErrorBody}. Tokens are
+ * served only to a registered session (`POST /v1/sessions`), which presents
+ * the capability it received, and only for the services it registered; a
+ * caller's own claims about its session or agent are never believed.
  *
  * @module
  */
@@ -80,14 +85,47 @@ export interface LoginAnswer extends Whoami {
   created: boolean;
 }
 
+/**
+ * `POST /v1/sessions`: `sherlock run` registers its session before it asks
+ * for a token. The daemon answers with a random capability that the
+ * session's token requests (its own and its shims') present; it forgets
+ * the session on `DELETE /v1/sessions/<id>` or once `pid` is gone.
+ */
+export interface SessionRequest {
+  /** The session's id (`lib/session/records.ts`). */
+  session: string;
+  /** The agent's profile name. */
+  agent: string;
+  /** The services the session may get tokens for, each at most once. */
+  services: string[];
+  /** The pid of the sherlock that runs the session (alive, this user's). */
+  pid: number;
+}
+
+/** The answer to `POST /v1/sessions`. */
+export interface SessionGrant {
+  /** The session's capability: 256 random bits, hex. Never logged. */
+  capability: string;
+}
+
+/** `DELETE /v1/sessions/<id>`: only the session's own capability ends it. */
+export interface SessionEnd {
+  /** The capability {@linkcode SessionGrant} gave. */
+  capability: string;
+}
+
+/** The answer to `DELETE /v1/sessions/<id>`. */
+export interface SessionEnded {
+  /** False when the daemon did not know the session (any more). */
+  ended: boolean;
+}
+
 /** `POST /v1/token`. */
 export interface TokenRequest {
   /** The service's name (its file in services.d). */
   service: string;
-  /** The session that asks (for the audit log). */
-  session: string;
-  /** The agent of that session (for the audit log). */
-  agent: string;
+  /** The capability of the session that asks ({@linkcode SessionGrant}). */
+  capability: string;
 }
 
 /** The answer to `POST /v1/token`. */
@@ -110,10 +148,8 @@ export const MAX_SERVICES_PER_REQUEST = 256;
 export interface TokensRequest {
   /** The services' names, each at most once; may be empty. */
   services: string[];
-  /** The session that asks (for the audit log). */
-  session: string;
-  /** The agent of that session (for the audit log). */
-  agent: string;
+  /** The capability of the session that asks ({@linkcode SessionGrant}). */
+  capability: string;
   /**
    * Services (of `services`) whose token the session cannot write into its
    * config when it contains any of `ifContains` (agents expand `$` in a
@@ -182,6 +218,8 @@ export type ErrorCode =
   | "not_logged_in"
   | "no_store"
   | "wrong_passphrase"
+  | "unknown_session"
+  | "service_not_in_session"
   | "store_exists"
   | "store_unusable"
   | "store_write_failed"

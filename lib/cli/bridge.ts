@@ -15,7 +15,8 @@
  * @module
  */
 
-import { UsageError } from "../errors.ts";
+import { NoPermissionError, UsageError } from "../errors.ts";
+import { CAPABILITY_ENV } from "../render/servers.ts";
 import { fetchToken } from "../broker/client.ts";
 import {
   type BridgeToken,
@@ -45,6 +46,9 @@ export interface BridgeOptions {
 /** Runs the bridge until the agent closes its stdin; returns 0. */
 export async function bridgeCommand(args: readonly string[]): Promise<number> {
   const options = parseBridgeArguments(args);
+  // The session's capability, as the shim gets it: from the entry's env.
+  const capability = Deno.env.get(CAPABILITY_ENV) ?? "";
+  Deno.env.delete(CAPABILITY_ENV);
   const stop = new AbortController();
   // An agent that stops its servers with SIGTERM gets the same clean end
   // (the remote session deleted) as one that closes their stdin.
@@ -58,7 +62,7 @@ export async function bridgeCommand(args: readonly string[]): Promise<number> {
       transport: options.transport,
       service: options.service,
       headers: options.headers,
-      getToken: () => brokerToken(options),
+      getToken: () => brokerToken({ ...options, capability }),
       input: Deno.stdin.readable,
       write: (line) => stdout.write(encoder.encode(line)),
       warn: (line) => printWarning(`bridge ${options.service}: ${line}`),
@@ -77,12 +81,16 @@ export async function bridgeCommand(args: readonly string[]): Promise<number> {
  * request, and keeps the others until shortly before they expire.
  */
 export async function brokerToken(
-  options: Pick<BridgeOptions, "socket" | "session" | "agent" | "service">,
+  options: Pick<BridgeOptions, "socket" | "service"> & { capability: string },
 ): Promise<BridgeToken> {
+  if (options.capability === "") {
+    throw new NoPermissionError(
+      `no session capability in ${CAPABILITY_ENV}; the bridge runs from a config that "sherlock run" rendered`,
+    );
+  }
   const { token, expiresAt } = await fetchToken(options.socket, {
     service: options.service,
-    session: options.session,
-    agent: options.agent,
+    capability: options.capability,
   });
   const expires = expiresAt === null ? NaN : Date.parse(expiresAt);
   return { token, expiresAt: Number.isNaN(expires) ? null : expires };

@@ -8,21 +8,39 @@
  *
  * instead of the server; `lib/launch/shim.ts` runs it. Everything the shim
  * needs is in its argv, because some agents (Codex) pass only a short
- * whitelist of environment variables to servers.
+ * whitelist of their own environment variables to servers — except the
+ * session's broker capability, which is in the entry's own `env` (every
+ * agent passes that to the server it starts), since any local user can
+ * read a process's argv.
  *
  * @module
  */
 
-import { UsageError } from "../errors.ts";
+import { NoPermissionError, UsageError } from "../errors.ts";
 import { runShim, type ShimOptions } from "../launch/shim.ts";
+import { CAPABILITY_ENV } from "../render/servers.ts";
 
 /** Runs the shim; returns the server's exit code. */
 export async function shimCommand(args: readonly string[]): Promise<number> {
-  return await runShim(parseShimArguments(args));
+  const options = parseShimArguments(args);
+  const capability = Deno.env.get(CAPABILITY_ENV);
+  // Gone before the server starts: it inherits the shim's environment.
+  Deno.env.delete(CAPABILITY_ENV);
+  if (capability === undefined || capability === "") {
+    throw new NoPermissionError(
+      `shim: no session capability in ${CAPABILITY_ENV}; the shim runs from a config that "sherlock run" rendered`,
+    );
+  }
+  return await runShim({ ...options, capability });
 }
 
-/** Parses the shim's argv. Throws {@linkcode UsageError}. */
-export function parseShimArguments(args: readonly string[]): ShimOptions {
+/**
+ * Parses the shim's argv (the capability is not in it). Throws
+ * {@linkcode UsageError}.
+ */
+export function parseShimArguments(
+  args: readonly string[],
+): Omit<ShimOptions, "capability"> {
   const separator = args.indexOf("--");
   if (separator === -1 || separator === args.length - 1) {
     throw new UsageError(

@@ -32,7 +32,12 @@ import { loadServices } from "../services/loader.ts";
 import { loadSettings } from "../config/settings.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
 
-import { planSession, renderSessionConfig, type SessionPlan } from "./plan.ts";
+import {
+  buildArgs,
+  planSession,
+  renderSessionConfig,
+  type SessionPlan,
+} from "./plan.ts";
 import {
   requireExecutable,
   signalNumber,
@@ -89,9 +94,11 @@ export async function prepareSession(
 }
 
 /**
- * Carries a plan out: ends the sessions of dead sherlocks, fetches the
- * tokens, writes the config, runs the agent and cleans up. Returns the
- * agent's exit code (128+N if signal N ended it or sherlock).
+ * Carries a plan out: ends the sessions of dead sherlocks, registers the
+ * session with the broker and fetches its tokens (when a service needs
+ * one), writes the config, runs the agent and cleans up — the broker
+ * session too, whatever the exit. Returns the agent's exit code (128+N if
+ * signal N ended it or sherlock).
  */
 export async function executeSession(
   plan: SessionPlan,
@@ -99,16 +106,43 @@ export async function executeSession(
 ): Promise<number> {
   const { paths } = options;
   sweepStaleSessions(paths.stateDir, options.onWarning);
-  const fetched = await fetchSessionTokens({
+  const broker = await openBrokerSession({
     delivery: plan.delivery,
     socket: paths.socket,
     session: plan.session,
     agent: plan.agent,
   });
-  const document = renderSessionConfig(plan, {
+  try {
+    return await runSession(plan, { ...options, broker });
+  } finally {
+    // Also when the fetch or the config failed: the capability must not
+    // outlive the session (a killed sherlock's goes with its pid).
+    await broker?.end();
+  }
+}
+
+async function runSession(
+  plan: SessionPlan,
+  options: {
+    paths: SherlockPaths;
+    onWarning: (message: string) => void;
+    broker: BrokerSession | undefined;
+  },
+): Promise<number> {
+  const { paths, broker } = options;
+  const fetched = broker === undefined
+    ? { tokens: new Map<string, string>(), deferred: [] }
+    : await broker.fetchTokens();
+  const shim = broker === undefined
+    ? plan.shim
+    : { ...plan.shim, capability: broker.capability };
+  const document = renderSessionConfig({ ...plan, shim }, {
     delivery: settleDelivery(plan.delivery, fetched),
     tokens: fetched.tokens,
   });
+  const args = document.kind === "argv"
+    ? argsWithValues(plan, document.values)
+    : plan.args;
   const executable = requireExecutable({
     name: plan.executable,
     searchPath: plan.env.PATH,
@@ -137,7 +171,7 @@ export async function executeSession(
     if (relay.pending) return 128 + signalNumber(relay.pending);
     return await relay.spawn({
       path: executable,
-      args: plan.args,
+      args,
       env: plan.env,
     });
   } catch (error) {
@@ -155,8 +189,26 @@ export async function executeSession(
     for (const warning of endSession(paths.stateDir, record)) {
       options.onWarning(warning);
     }
+    await broker?.end();
     relay.close();
   }
+}
+
+/**
+ * The plan's argv with an argv format's values rendered again (they now
+ * hold the capability): the same layout as `buildArgs` made, `<prefix…>
+ * <delivery…> <user args…> <suffix…>`, with the user's arguments kept.
+ */
+function argsWithValues(plan: SessionPlan, values: string[]): string[] {
+  const planned = plan.document.kind === "argv" ? plan.document.values : [];
+  const { argv, mcp } = plan.profile.profile;
+  const perValue = mcp.joined ? 1 : 2;
+  const start = argv.prefix.length + planned.length * perValue;
+  const userArgs = plan.args.slice(
+    start,
+    plan.args.length - argv.suffix.length,
+  );
+  return buildArgs({ loaded: plan.profile, config: { values }, userArgs });
 }
 
 /** The tokens a session fetched, and those the broker keeps for the shim. */
@@ -167,44 +219,82 @@ interface FetchedTokens {
   deferred: string[];
 }
 
+/** A session registered with the broker. */
+interface BrokerSession {
+  /** The capability the session's shims present. */
+  capability: string;
+  /**
+   * Makes sure the operator is logged in (not logged in → exit 77 with
+   * what to do), then fetches the inline tokens, all at once.
+   */
+  fetchTokens(): Promise<FetchedTokens>;
+  /** Ends the broker session; never throws, does nothing the second time. */
+  end(): Promise<void>;
+}
+
 /**
- * Makes sure the broker is up and the operator logged in (not logged in →
- * exit 77 with what to do), then fetches the inline tokens, all at once —
- * one round trip when the broker is already running. Does nothing when no
- * service needs a token.
+ * Registers the session with the broker (starting the broker when nothing
+ * answers) for the services that need a token. Returns undefined, without
+ * talking to the broker, when none does.
  */
-async function fetchSessionTokens(
+async function openBrokerSession(
   options: {
     delivery: DeliveryPlan;
     socket: string;
     session: string;
     agent: string;
   },
-): Promise<FetchedTokens> {
+): Promise<BrokerSession | undefined> {
   const needing = servicesNeedingTokens(options.delivery);
-  if (needing.length === 0) return { tokens: new Map(), deferred: [] };
+  if (needing.length === 0) return undefined;
   // Only sessions with tokens load the broker client.
-  const { fetchTokens, NotLoggedInError } = await importLazily<
-    typeof import("../broker/client.ts")
-  >(new URL("../broker/client.ts", import.meta.url));
-  const { services, defer } = inlineFetch(options.delivery);
-  try {
-    // With no inline service, this only checks the login (for the shims).
-    return await fetchTokens({
-      socket: options.socket,
-      services,
-      defer,
-      session: options.session,
-      agent: options.agent,
-    });
-  } catch (error) {
-    if (!(error instanceof NotLoggedInError)) throw error;
-    throw new NoPermissionError(
-      `not logged in to the broker (${
-        needing.length === 1
-          ? `service ${needing[0]} needs a token`
-          : `services ${needing.join(", ")} need tokens`
-      }); run "sherlock login"`,
-    );
-  }
+  const client = await importLazily<typeof import("../broker/client.ts")>(
+    new URL("../broker/client.ts", import.meta.url),
+  );
+  const { capability } = await client.registerSession({
+    socket: options.socket,
+    session: options.session,
+    agent: options.agent,
+    services: needing,
+    pid: Deno.pid,
+  });
+  let ended = false;
+  return {
+    capability,
+    async fetchTokens() {
+      const { services, defer } = inlineFetch(options.delivery);
+      try {
+        // With no inline service, this only checks the login (for the shims).
+        return await client.fetchTokens({
+          socket: options.socket,
+          services,
+          defer,
+          capability,
+        });
+      } catch (error) {
+        if (!(error instanceof client.NotLoggedInError)) throw error;
+        throw new NoPermissionError(
+          `not logged in to the broker (${
+            needing.length === 1
+              ? `service ${needing[0]} needs a token`
+              : `services ${needing.join(", ")} need tokens`
+          }); run "sherlock login"`,
+        );
+      }
+    },
+    async end() {
+      if (ended) return;
+      ended = true;
+      try {
+        await client.endBrokerSession({
+          socket: options.socket,
+          session: options.session,
+          capability,
+        });
+      } catch {
+        // A broker that is gone forgets the session with it; one that is
+        // wedged forgets it once this sherlock's pid is gone.
+      }
+    },
+  };
 }

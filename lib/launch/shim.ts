@@ -19,7 +19,10 @@ import {
   spawnError,
 } from "./spawn.ts";
 
-/** What one shim runs: all of it from its argv. */
+/**
+ * What one shim runs: all of it from its argv, but for the session's
+ * capability, which comes from its entry's env (`CAPABILITY_ENV`).
+ */
 export interface ShimOptions {
   /** The broker's socket. */
   socket: string;
@@ -35,6 +38,8 @@ export interface ShimOptions {
   service: string;
   /** The real server's argv. */
   command: string[];
+  /** The session's broker capability. */
+  capability: string;
 }
 
 /**
@@ -57,8 +62,7 @@ export const SHIM_RELAY: RelayRules = {
 export async function runShim(options: ShimOptions): Promise<number> {
   const { token } = await fetchToken(options.socket, {
     service: options.service,
-    session: options.session,
-    agent: options.agent,
+    capability: options.capability,
   });
   const [program, ...args] = options.command;
   const relay = new SignalRelay(SHIM_RELAY);

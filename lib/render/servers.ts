@@ -38,6 +38,15 @@ export type ServerEntry = StdioEntry | RemoteEntry;
 /** What `--dry-run` and redacted output show instead of a token. */
 export const REDACTED = "<redacted>";
 
+/**
+ * The variable of a shim entry's `env` that holds the session's broker
+ * capability: the shim reads it, removes it from its own environment (so
+ * the server never inherits it) and presents it to the broker. An entry's
+ * env rather than its argv, because any local user can read a process's
+ * argv in /proc, and only the same user its environment.
+ */
+export const CAPABILITY_ENV = "SHERLOCK_SESSION_CAPABILITY";
+
 /** What a shim entry needs to know about the session. */
 export interface ShimContext {
   /** How to start sherlock itself (see `self_command.ts`). */
@@ -48,6 +57,11 @@ export interface ShimContext {
   session: string;
   /** The agent's profile name. */
   agent: string;
+  /**
+   * The session's broker capability, once the session has registered;
+   * without it (`--dry-run`, the plan) the entries carry none.
+   */
+  capability?: string;
 }
 
 /** What to render the services with. */
@@ -155,6 +169,8 @@ function shimEntry(
       server.command,
       ...server.args,
     ],
-    env: { ...server.env },
+    env: shim.capability === undefined
+      ? { ...server.env }
+      : { ...server.env, [CAPABILITY_ENV]: shim.capability },
   };
 }

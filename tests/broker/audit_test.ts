@@ -39,8 +39,11 @@ Deno.test("one audit line per token, with agent, session, service, source and ex
   const entries = auditEntries(home);
   assert.deepEqual(entries.map((entry) => entry.event), [
     "login",
+    "secret_set",
+    "session_start",
     "token",
     "token",
+    "session_start",
     "token",
     "token",
   ]);
@@ -138,6 +141,7 @@ Deno.test("failures and logouts are audited too; an empty log says so", async ()
   assert.deepEqual(events, [
     "login:",
     "login_failed:wrong_passphrase",
+    "session_start:",
     "token_failed:helper_failed",
     "logout:",
   ]);

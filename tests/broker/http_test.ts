@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { MAX_BODY_BYTES } from "../../lib/broker/protocol.ts";
+import { registerSession } from "../../lib/broker/client.ts";
 import { type BrokerHome, createBrokerHome } from "../helpers/broker_home.ts";
 import { rawExchange } from "../helpers/socket_http.ts";
 
@@ -51,17 +52,14 @@ function badCallers<T>(
   cases: [string, string, string][],
   expected: T,
 ): [string, string, T][] {
-  return cases.flatMap(([what, session, agent]): [string, string, T][] => [
-    [
-      what,
-      post("/v1/token", JSON.stringify({ service: "github", session, agent })),
-      expected,
-    ],
-    [
-      `tokens: ${what}`,
-      post("/v1/tokens", JSON.stringify({ services: [], session, agent })),
-      expected,
-    ],
+  // Session and agent reach the audit log through a session's registration.
+  return cases.map(([what, session, agent]): [string, string, T] => [
+    `sessions: ${what}`,
+    post(
+      "/v1/sessions",
+      JSON.stringify({ session, agent, services: ["github"], pid: Deno.pid }),
+    ),
+    expected,
   ]);
 }
 
@@ -71,7 +69,16 @@ Deno.test("malformed requests get a JSON 4xx and the daemon goes on", async () =
   assert.equal(start.code, 0);
   const health = await home.health();
   assert.ok(health);
-  const token = JSON.stringify({ service: "github", session: "s", agent: "a" });
+  // A registered session (this process stands in for its sherlock), so
+  // that the valid requests below are refused for the login only.
+  const { capability } = await registerSession({
+    socket: home.socket,
+    session: "s",
+    agent: "a",
+    services: ["github"],
+    pid: Deno.pid,
+  });
+  const token = JSON.stringify({ service: "github", capability });
   const bad = { status: 400, code: "bad_request" };
   const cases: [
     string,
@@ -250,7 +257,7 @@ Deno.test("malformed requests get a JSON 4xx and the daemon goes on", async () =
       "tokens while locked, even none",
       post(
         "/v1/tokens",
-        JSON.stringify({ services: [], session: "s", agent: "a" }),
+        JSON.stringify({ services: [], capability }),
       ),
       { status: 401, code: "not_logged_in" },
     ],

@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { fetchTokens } from "../../lib/broker/client.ts";
+import { fetchTokens, registerSession } from "../../lib/broker/client.ts";
 import { AGENT, createBrokerHome } from "../helpers/broker_home.ts";
 
 /** Longer than an answer takes; a daemon blocked on a FIFO never answers. */
@@ -35,13 +35,15 @@ Deno.test("a FIFO in services.d: the broker refuses it at once and answers the o
   const made = new Deno.Command("mkfifo", { args: [fifo] }).outputSync();
   assert.equal(made.code, 0);
   await home.login();
+  const { capability } = await registerSession({
+    socket: home.socket,
+    session: "s1",
+    agent: AGENT,
+    services: ["api", "stuck"],
+    pid: Deno.pid,
+  });
   const ask = (service: string) =>
-    fetchTokens({
-      socket: home.socket,
-      services: [service],
-      session: "s1",
-      agent: AGENT,
-    });
+    fetchTokens({ socket: home.socket, services: [service], capability });
 
   const stuck = ask("stuck").then(
     () => "answered with a token",

@@ -7,7 +7,11 @@
  */
 
 import assert from "node:assert/strict";
-import { fetchToken, fetchTokens } from "../../lib/broker/client.ts";
+import {
+  fetchToken,
+  fetchTokens,
+  registerSession,
+} from "../../lib/broker/client.ts";
 import {
   HANDOFF_TTL_MS,
   TokenHandoffs,
@@ -53,6 +57,17 @@ Deno.test("TokenHandoffs: gone after their time, or the token's expiry if sooner
   assert.equal(handoffs.size, 2);
 });
 
+Deno.test("TokenHandoffs: forget drops the kept tokens of one session only", () => {
+  const handoffs = new TokenHandoffs();
+  handoffs.hold(KEY, SERVED, 0);
+  handoffs.hold({ ...KEY, service: "other" }, SERVED, 0);
+  handoffs.hold({ ...KEY, session: "s10" }, SERVED, 0);
+  handoffs.forget("s1");
+  assert.equal(handoffs.take(KEY, 1), undefined);
+  assert.equal(handoffs.take({ ...KEY, service: "other" }, 1), undefined);
+  assert.deepEqual(handoffs.take({ ...KEY, session: "s10" }, 1), SERVED);
+});
+
 Deno.test("TokenHandoffs: clear forgets every kept token", () => {
   const handoffs = new TokenHandoffs();
   handoffs.hold(KEY, SERVED, 0);
@@ -74,13 +89,26 @@ Deno.test("the daemon defers a token with $ to the session's shim: one helper ru
     tokenServiceToml({ name: "plain", command: [plain.path] }),
   );
   await home.login();
+  // Sessions registered as `sherlock run` registers them (this process
+  // stands in for its sherlock).
+  const capabilities = new Map<string, string>();
+  for (const session of ["s1", "s2", "s3", "s4"]) {
+    const { capability } = await registerSession({
+      socket: home.socket,
+      session,
+      agent: AGENT,
+      services: ["api", "plain"],
+      pid: Deno.pid,
+    });
+    capabilities.set(session, capability);
+  }
+  const capability = (session: string) => capabilities.get(session)!;
   const defer = { services: ["api", "plain"], ifContains: ["$"] };
   const fetched = await fetchTokens({
     socket: home.socket,
     services: ["api", "plain"],
     defer,
-    session: "s1",
-    agent: AGENT,
+    capability: capability("s1"),
   });
   assert.deepEqual(fetched.deferred, ["api"]);
   assert.deepEqual([...fetched.tokens], [["plain", plain.token]]);
@@ -92,7 +120,10 @@ Deno.test("the daemon defers a token with $ to the session's shim: one helper ru
 
   // Another session's shim does not get it: it fetches its own.
   const shim = (session: string) =>
-    fetchToken(home.socket, { service: "api", session, agent: AGENT });
+    fetchToken(home.socket, {
+      service: "api",
+      capability: capability(session),
+    });
   assert.equal((await shim("s2")).token, token);
   assert.equal(helper.runs(), 2);
   // The session's own shim gets the kept token, without a helper run.
@@ -109,8 +140,7 @@ Deno.test("the daemon defers a token with $ to the session's shim: one helper ru
     socket: home.socket,
     services: ["api"],
     defer: { services: ["api"], ifContains: ["$"] },
-    session: "s3",
-    agent: AGENT,
+    capability: capability("s3"),
   });
   assert.equal(helper.runs(), 4);
   assert.equal((await home.sherlock(["logout"])).code, 0);
@@ -123,8 +153,7 @@ Deno.test("the daemon defers a token with $ to the session's shim: one helper ru
     socket: home.socket,
     services: ["api"],
     defer: { services: [], ifContains: ["$"] },
-    session: "s4",
-    agent: AGENT,
+    capability: capability("s4"),
   });
   assert.deepEqual([...direct.tokens], [["api", token]]);
   assert.deepEqual(direct.deferred, []);
@@ -143,10 +172,10 @@ Deno.test("a malformed defer is a 400, checked before the login", async () => {
     { defer: { services: ["api"] } },
   ];
   for (const extra of bodies) {
+    // A well-formed capability, so that only the defer can be wrong.
     const body = JSON.stringify({
       services: ["api"],
-      session: "s",
-      agent: "a",
+      capability: "0".repeat(64),
       ...extra,
     });
     const answer = await rawExchange(

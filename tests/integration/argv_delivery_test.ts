@@ -8,7 +8,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parse } from "smol-toml";
-import { addFakeAgent, AgentRun } from "../helpers/agent.ts";
+import {
+  addFakeAgent,
+  AgentRun,
+  startWaitingSession,
+} from "../helpers/agent.ts";
 import { createBrokerHome } from "../helpers/broker_home.ts";
 import { createTestHome, type TestHome } from "../helpers/home.ts";
 import {
@@ -76,11 +80,10 @@ Deno.test("codex-overrides: -c <value> per service, tokens behind the shim, none
   );
   await home.login();
 
-  using agent = new AgentRun(home.scratch);
-  const result = await home.sherlock([AGENT, "hi"], { env: agent.env });
-  assert.equal(result.code, 0, result.stderr);
-  assert.equal(result.stderr, "");
-  const { args, env } = agent.record();
+  // The agent waits, so that the entry below runs while the session lives
+  // (the broker serves no token to an ended session).
+  await using session = await startWaitingSession(home, [AGENT, "hi"]);
+  const { args, env } = session.started;
   // exec, then -c <value> per service (by name), then the user's args.
   assert.equal(args.length, 8, args.join("\n"));
   assert.deepEqual(
@@ -113,7 +116,9 @@ Deno.test("codex-overrides: -c <value> per service, tokens behind the shim, none
     "two words",
     "ü\\x",
   ]);
-  assert.deepEqual(api.env, {});
+  // Only the session's capability, for the shim.
+  assert.deepEqual(Object.keys(api.env), ["SHERLOCK_SESSION_CAPABILITY"]);
+  assert.match(api.env.SHERLOCK_SESSION_CAPABILITY, /^[0-9a-f]{64}$/);
   // No token anywhere in the agent's argv or environment.
   assert.equal(JSON.stringify(args).includes(helper.token), false);
   assert.equal(JSON.stringify(env).includes(helper.token), false);
@@ -137,6 +142,10 @@ Deno.test("codex-overrides: -c <value> per service, tokens behind the shim, none
   assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
   assert.equal(new TextDecoder().decode(output.stdout), "ping\n");
   assert.equal(Deno.readTextFileSync(out), helper.token);
+  session.agent.release();
+  const result = await session.sherlock.result;
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(result.stderr, "");
 });
 
 Deno.test("codex-overrides: a remote service with a token: exit 78, one line, nothing started", async () => {

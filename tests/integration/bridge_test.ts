@@ -21,6 +21,8 @@ import {
   type BrokerHome,
   createBrokerHome,
 } from "../helpers/broker_home.ts";
+import { registerSession } from "../../lib/broker/client.ts";
+import { CAPABILITY_ENV } from "../../lib/render/servers.ts";
 import { randomToken } from "../helpers/leaks.ts";
 import { tokenServiceToml } from "../helpers/profiles.ts";
 import { sh } from "../helpers/shell.ts";
@@ -63,8 +65,21 @@ async function brokerWithService(
     tokenServiceToml({ name: SERVICE, url, command: [command] }),
   );
   await home.login();
+  // As `sherlock run` does (this process stands in for its sherlock): the
+  // bridge presents the session's capability from its entry's env.
+  const { capability } = await registerSession({
+    socket: home.socket,
+    session: SESSION,
+    agent: AGENT,
+    services: [SERVICE],
+    pid: Deno.pid,
+  });
+  sessionEnv.set(home, { [CAPABILITY_ENV]: capability });
   return { runs };
 }
+
+/** The capability variable of each home's registered session. */
+const sessionEnv = new WeakMap<BrokerHome, Record<string, string>>();
 
 function bridgeArgs(
   home: BrokerHome,
@@ -95,7 +110,7 @@ async function connectClient(
   const transport = new StdioClientTransport({
     command,
     args: rest,
-    env: home.env,
+    env: { ...home.env, ...sessionEnv.get(home) },
     cwd: home.work,
     stderr: "pipe",
   });
@@ -230,7 +245,7 @@ Deno.test("bridge: a 401 is healed by one forced refresh and one retry", async (
 function rawBridge(home: BrokerHome, args: string[]) {
   const child = new Deno.Command(sherlockCommand(args)[0], {
     args: sherlockCommand(args).slice(1),
-    env: home.env,
+    env: { ...home.env, ...sessionEnv.get(home) },
     clearEnv: true,
     cwd: home.work,
     stdin: "piped",
@@ -337,6 +352,7 @@ Deno.test("bridge: with no token to be had (no broker), requests are answered wi
   await using home = await createBrokerHome();
   const args = bridgeArgs(home, remote.url);
   args[args.indexOf("--socket") + 1] = join(home.scratch, "no-broker.sock");
+  sessionEnv.set(home, { [CAPABILITY_ENV]: "0".repeat(64) });
   const bridge = rawBridge(home, args);
   await bridge.send(INITIALIZE);
   const answer = await bridge.receive();

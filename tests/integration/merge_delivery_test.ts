@@ -374,7 +374,9 @@ Deno.test("merge: a service with a token is always behind the shim; no token in 
   const api = JSON.parse(text).mcpServers.api;
   assert.ok(api.args.includes("shim"), text);
   assert.deepEqual(api.args.slice(api.args.indexOf("--")), ["--", server]);
-  assert.deepEqual(api.env, {});
+  // Only the session's capability, for the shim.
+  assert.deepEqual(Object.keys(api.env), ["SHERLOCK_SESSION_CAPABILITY"]);
+  assert.match(api.env.SHERLOCK_SESSION_CAPABILITY, /^[0-9a-f]{64}$/);
   // The server, started through the shim, got it.
   assert.deepEqual(record.servers!.api, {
     code: 0,

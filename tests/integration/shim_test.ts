@@ -16,6 +16,7 @@ import {
   type BrokerHome,
   createBrokerHome,
 } from "../helpers/broker_home.ts";
+import { registerSession } from "../../lib/broker/client.ts";
 import { isAlive } from "../helpers/daemon_processes.ts";
 import { filesContaining } from "../helpers/leaks.ts";
 import { tokenServiceToml } from "../helpers/profiles.ts";
@@ -28,10 +29,15 @@ import {
 } from "../helpers/sherlock.ts";
 import { exists, waitUntil } from "../helpers/wait.ts";
 
+/** The variable of a shim entry that holds the session's capability. */
+const CAPABILITY_ENV = "SHERLOCK_SESSION_CAPABILITY";
+
 /** What a stdio server started by the shim saw, written to scratch. */
 interface ServerSaw {
   /** The value of its token variable. */
   token: string;
+  /** The value of the capability variable in its own environment. */
+  capability: string;
   /** The shim's argv (its parent), one word per element. */
   shimArgv: string[];
   /** The shim's environment. */
@@ -54,6 +60,7 @@ function writeServer(
     name,
     [
       `printf '%s' "$${variable}" > ${sh(`${out}.token`)}`,
+      `printf '%s' "$${CAPABILITY_ENV}" > ${sh(`${out}.capability`)}`,
       `cat /proc/$PPID/cmdline > ${sh(`${out}.shim-argv`)}`,
       `cat /proc/$PPID/environ > ${sh(`${out}.shim-env`)}`,
       `echo $$ > ${sh(`${out}.pid`)}`,
@@ -69,6 +76,7 @@ function serverSaw(home: BrokerHome, name: string): ServerSaw {
     Deno.readTextFileSync(file).split("\0").filter((word) => word !== "");
   return {
     token: Deno.readTextFileSync(`${out}.token`),
+    capability: Deno.readTextFileSync(`${out}.capability`),
     shimArgv: words(`${out}.shim-argv`),
     shimEnv: words(`${out}.shim-env`),
   };
@@ -93,6 +101,25 @@ async function apiHome(token: string): Promise<BrokerHome> {
     await home[Symbol.asyncDispose]();
     throw error;
   }
+}
+
+/**
+ * Registers a session with the home's broker as `sherlock run` does (this
+ * process stands in for its sherlock) and returns the environment its
+ * shim entries give the shim: the session's capability.
+ */
+async function shimSession(
+  home: BrokerHome,
+  services: string[] = ["api"],
+): Promise<Record<string, string>> {
+  const { capability } = await registerSession({
+    socket: home.socket,
+    session: crypto.randomUUID().replaceAll("-", "").slice(0, 12),
+    agent: AGENT,
+    services,
+    pid: Deno.pid,
+  });
+  return { [CAPABILITY_ENV]: capability };
 }
 
 /** The shim's argv for service `service` running `server…`. */
@@ -127,12 +154,19 @@ interface ShimResult {
   stderr: string;
 }
 
-/** Starts `sherlock <args>` with piped stdio and the HOME's environment. */
-function spawnSherlock(home: BrokerHome, args: string[]): Deno.ChildProcess {
+/**
+ * Starts `sherlock <args>` with piped stdio and the HOME's environment
+ * (plus `env`).
+ */
+function spawnSherlock(
+  home: BrokerHome,
+  args: string[],
+  env: Record<string, string> = {},
+): Deno.ChildProcess {
   const [program, ...rest] = sherlockCommand(args);
   return new Deno.Command(program, {
     args: rest,
-    env: home.env,
+    env: { ...home.env, ...env },
     clearEnv: true,
     cwd: home.work,
     stdin: "piped",
@@ -148,9 +182,10 @@ function spawnSherlock(home: BrokerHome, args: string[]): Deno.ChildProcess {
 async function runShim(
   home: BrokerHome,
   args: string[],
-  stdin: Uint8Array = new Uint8Array(),
+  options: { stdin?: Uint8Array; env?: Record<string, string> } = {},
 ): Promise<ShimResult> {
-  const child = spawnSherlock(home, args);
+  const stdin = options.stdin ?? new Uint8Array();
+  const child = spawnSherlock(home, args, options.env);
   const guard = setTimeout(() => child.kill("SIGKILL"), HANG_GUARD_MS);
   try {
     const writing = (async () => {
@@ -181,11 +216,11 @@ const TOKEN = "tok_9f86d081884c7d659a2feaa0c55ad015";
 Deno.test("shim: the server gets the token in its variable, and only there", async () => {
   await using home = await apiHome(TOKEN);
   const server = writeServer(home, "api-server");
-  const result = await runShim(
-    home,
-    shimArgs(home, "api", [server]),
-    new TextEncoder().encode("ping\n"),
-  );
+  const env = await shimSession(home);
+  const result = await runShim(home, shimArgs(home, "api", [server]), {
+    stdin: new TextEncoder().encode("ping\n"),
+    env,
+  });
   assert.equal(result.code, 0, result.stderr);
   assert.equal(new TextDecoder().decode(result.stdout), "ping\n");
   assert.equal(result.stderr, "");
@@ -197,18 +232,22 @@ Deno.test("shim: the server gets the token in its variable, and only there", asy
   assert.ok(saw.shimEnv.length > 0);
   assert.ok(saw.shimEnv.every((entry) => !entry.includes(TOKEN)));
   assert.ok(!saw.shimEnv.some((entry) => entry.startsWith("API_TOKEN=")));
+  // The session's capability is for the shim: the server does not get it.
+  assert.equal(saw.capability, "");
 });
 
 Deno.test("shim: --token-format writes the token into a template; $ patterns stay literal", async () => {
   const token = "a$$b$&c$1d$'e${HOME}f$`g";
   await using home = await apiHome(token);
   const server = writeServer(home, "fmt-server", { body: "exit 0" });
+  const env = await shimSession(home);
   const result = await runShim(
     home,
     shimArgs(home, "api", [server], [
       "--token-format",
       "Bearer {token} ({token})",
     ]),
+    { env },
   );
   assert.equal(result.code, 0, result.stderr);
   assert.equal(result.stdout.length, 0);
@@ -219,7 +258,7 @@ Deno.test("shim: --token-format writes the token into a template; $ patterns sta
 
   // Without --token-format, the bare token.
   const bare = writeServer(home, "bare-server", { body: "exit 0" });
-  const again = await runShim(home, shimArgs(home, "api", [bare]));
+  const again = await runShim(home, shimArgs(home, "api", [bare]), { env });
   assert.equal(again.code, 0, again.stderr);
   assert.equal(serverSaw(home, "bare-server").token, token);
 });
@@ -232,7 +271,10 @@ Deno.test("shim: stdin and stdout pass through byte for byte, in both directions
   for (let index = 0; index < input.length; index++) {
     input[index] = (index * 7 + (index >> 8)) & 0xff;
   }
-  const result = await runShim(home, shimArgs(home, "api", [server]), input);
+  const result = await runShim(home, shimArgs(home, "api", [server]), {
+    stdin: input,
+    env: await shimSession(home),
+  });
   assert.equal(result.code, 0, result.stderr);
   assert.equal(result.stderr, "");
   assert.equal(result.stdout.length, input.length);
@@ -251,9 +293,11 @@ Deno.test("shim: the server's arguments, stderr and exit code pass through", asy
       "exit 42",
     ].join("\n"),
   });
+  const env = await shimSession(home);
   const result = await runShim(
     home,
     shimArgs(home, "api", [server, "--", "two words", "--token-env", ""]),
+    { env },
   );
   assert.equal(result.code, 42);
   assert.equal(
@@ -264,7 +308,7 @@ Deno.test("shim: the server's arguments, stderr and exit code pass through", asy
 
   // A server killed by a signal: 128+N, as a shell reports it.
   const killed = writeServer(home, "killed-server", { body: "kill -9 $$" });
-  const dead = await runShim(home, shimArgs(home, "api", [killed]));
+  const dead = await runShim(home, shimArgs(home, "api", [killed]), { env });
   assert.equal(dead.code, 137);
   assert.equal(dead.stdout.length, 0);
 });
@@ -278,7 +322,11 @@ Deno.test("shim: SIGTERM to the shim reaches the server; the shim exits with its
       "while :; do sleep 0.05; done",
     ].join("\n"),
   });
-  const child = spawnSherlock(home, shimArgs(home, "api", [server]));
+  const child = spawnSherlock(
+    home,
+    shimArgs(home, "api", [server]),
+    await shimSession(home),
+  );
   const guard = setTimeout(() => child.kill("SIGKILL"), HANG_GUARD_MS);
   try {
     const pidFile = join(home.scratch, "term-server.pid");
@@ -319,20 +367,25 @@ Deno.test("shim failures: one line on stderr, nothing on stdout, the documented 
   const started = () => exists(join(home.scratch, "never-server.pid"));
 
   // No broker at all: 69, and the shim does not start one.
-  const down = await runShim(home, shimArgs(home, "api", [server]));
+  const down = await runShim(home, shimArgs(home, "api", [server]), {
+    env: { [CAPABILITY_ENV]: "0".repeat(64) },
+  });
   assert.equal(down.code, 69);
   assertOneLine(down, /the broker does not answer on .*broker\.sock/);
   assert.deepEqual(home.daemonPids(), []);
 
   // A broker, but nobody logged in: 77.
   assert.equal((await home.sherlock(["broker", "start"])).code, 0);
-  const locked = await runShim(home, shimArgs(home, "api", [server]));
+  const env = await shimSession(home, ["api", "nope"]);
+  const locked = await runShim(home, shimArgs(home, "api", [server]), { env });
   assert.equal(locked.code, 77);
   assertOneLine(locked, /not logged in.*run "sherlock login"$/);
 
   // Logged in, but no such service: 78.
   await home.login();
-  const unknown = await runShim(home, shimArgs(home, "nope", [server]));
+  const unknown = await runShim(home, shimArgs(home, "nope", [server]), {
+    env,
+  });
   assert.equal(unknown.code, 78);
   assertOneLine(unknown, /no service named nope in .*services\.d$/);
   assert.equal(helper.runs(), 0, "no token was fetched so far");
@@ -341,6 +394,7 @@ Deno.test("shim failures: one line on stderr, nothing on stdout, the documented 
   const missing = await runShim(
     home,
     shimArgs(home, "api", [join(home.bin, "no-such-server")]),
+    { env },
   );
   assert.equal(missing.code, 127);
   assertOneLine(missing, /the server of service api .* was not found/);
@@ -350,8 +404,29 @@ Deno.test("shim failures: one line on stderr, nothing on stdout, the documented 
   assert.equal(usage.code, 2);
   assertOneLine(usage, /shim needs -- followed by the server's command/);
 
+  // No capability, or one the broker does not know: 77.
+  const anonymous = await runShim(home, shimArgs(home, "api", [server]));
+  assert.equal(anonymous.code, 77);
+  assertOneLine(
+    anonymous,
+    /no session capability in SHERLOCK_SESSION_CAPABILITY/,
+  );
+  const forged = await runShim(home, shimArgs(home, "api", [server]), {
+    env: { [CAPABILITY_ENV]: "0".repeat(64) },
+  });
+  assert.equal(forged.code, 77);
+  assertOneLine(forged, /the broker knows no such session/);
+  // A registered session, but not for this service: 77.
+  const outside = await runShim(home, shimArgs(home, "api", [server]), {
+    env: await shimSession(home, ["other"]),
+  });
+  assert.equal(outside.code, 77);
+  assertOneLine(outside, /service api is not one of session \S+'s services/);
+
   assert.equal(started(), false, "no server was started");
-  for (const result of [down, locked, unknown, missing, usage]) {
+  for (
+    const result of [down, locked, unknown, missing, usage, anonymous, forged]
+  ) {
     assert.equal(result.stderr.includes(TOKEN), false);
   }
 });
@@ -410,7 +485,9 @@ Deno.test('session with [render] tokens = "shim": entries hold no token; the ser
     "--",
     server,
   ]);
-  assert.deepEqual(entry.env, {});
+  // Only the session's capability, for the shim.
+  assert.deepEqual(Object.keys(entry.env), [CAPABILITY_ENV]);
+  assert.match(entry.env[CAPABILITY_ENV], /^[0-9a-f]{64}$/);
   // The rendered file, and the agent's argv and environment: no token.
   assert.equal(record!.config!.text!.includes(TOKEN), false);
   assert.equal(JSON.stringify(record!.args).includes(TOKEN), false);
@@ -420,6 +497,7 @@ Deno.test('session with [render] tokens = "shim": entries hold no token; the ser
     api: { code: 0, stdout: "hello\n", stderr: "" },
   });
   assert.equal(serverSaw(home, "session-server").token, TOKEN);
+  assert.equal(serverSaw(home, "session-server").capability, "");
   // Nothing holds it afterwards.
   assert.deepEqual(filesContaining(home.root, [TOKEN], [home.scratch]), []);
   assert.equal(result.stdout.includes(TOKEN), false);
@@ -459,7 +537,9 @@ Deno.test("the $ rule end to end: an inline token with $ reaches the server unch
     { command: string; args: string[]; env: Record<string, string> }
   >;
   assert.ok(servers.api.args.includes("shim"), servers.api.args.join(" "));
-  assert.deepEqual(servers.api.env, {});
+  // Only the session's capability, for the shim.
+  assert.deepEqual(Object.keys(servers.api.env), [CAPABILITY_ENV]);
+  assert.match(servers.api.env[CAPABILITY_ENV], /^[0-9a-f]{64}$/);
   assert.equal(record.config!.text!.includes(token), false);
   assert.deepEqual(servers.plain.env, { PLAIN: TOKEN });
   assert.equal(serverSaw(home, "dollar-server").token, token);
@@ -495,7 +575,9 @@ Deno.test("the $ rule fetches once: one helper run, one audit entry, the token h
     env: Record<string, string>;
   };
   assert.ok(entry.args.includes("shim"), entry.args.join(" "));
-  assert.deepEqual(entry.env, {});
+  // Only the session's capability, for the shim.
+  assert.deepEqual(Object.keys(entry.env), [CAPABILITY_ENV]);
+  assert.match(entry.env[CAPABILITY_ENV], /^[0-9a-f]{64}$/);
   assert.equal(record.config!.text!.includes(token), false);
   assert.equal(record.servers!.api.code, 0);
   assert.equal(serverSaw(home, "dollar-server").token, token);

@@ -33,6 +33,10 @@ Deno.test("ERROR_CODES: the operator's failures and the client's bugs", () => {
   assert.equal(exit("not_logged_in"), 77);
   assert.equal(exit("wrong_passphrase"), 77);
   assert.equal(exit("no_secret"), 77);
+  assert.equal(exit("unknown_session"), 77);
+  assert.equal(exit("service_not_in_session"), 77);
+  assert.equal(ERROR_CODES.unknown_session.status, 401);
+  assert.equal(ERROR_CODES.service_not_in_session.status, 403);
   assert.equal(exit("helper_failed"), 69);
   assert.equal(exit("unknown_service"), 78);
   assert.equal(exit("store_write_failed"), 73);

@@ -179,6 +179,21 @@ Deno.test("shim entry: a compiled sherlock is a one-word command", () => {
   assert.deepEqual(entry.args.slice(0, 2), ["shim", "--socket"]);
 });
 
+Deno.test("shim entry: a registered session's capability goes into the entry's env, never its argv", () => {
+  const services = [stdio("api")];
+  const capability = "c".repeat(64);
+  const result = serverEntries(services, {
+    tokens: new Map(),
+    delivery: plan(services, { configured: "shim" }),
+    shim: { ...SHIM, capability },
+  });
+  const planned = shimEntry("api");
+  assert.deepEqual(result.api, {
+    ...planned,
+    env: { LOG: "debug", SHERLOCK_SESSION_CAPABILITY: capability },
+  });
+});
+
 Deno.test("shim entry: without the session's shim context it is a bug, not a silent inline", () => {
   const services = [stdio("api")];
   assert.throws(

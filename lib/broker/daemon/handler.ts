@@ -20,6 +20,10 @@ import {
   MIN_PASSPHRASE_LENGTH,
   type SecretList,
   type SecretValue,
+  type SessionEnd,
+  type SessionEnded,
+  type SessionGrant,
+  type SessionRequest,
   type TokenRequest,
   type TokenResult,
   type TokensDefer,
@@ -30,6 +34,7 @@ import { appendAudit } from "./audit_log.ts";
 import type { LoginState } from "./login_state.ts";
 import { SecretStoreError } from "./secret_store.ts";
 import { BrokerRequestError } from "./request_error.ts";
+import type { RegisteredSession } from "./sessions.ts";
 import type { TokenBroker } from "./token_broker.ts";
 
 /** What the routes work with. */
@@ -152,21 +157,56 @@ async function route(
     appendAudit(context.stateDir, { event: "logout", provider: "local" });
     return ok(whoami);
   }
+  if (pathname === "/v1/sessions") {
+    allow("POST");
+    const body = await readJson<SessionRequest>(request);
+    // Both go into the audit log: bounded, no control characters.
+    const session = requireCaller(body, "session");
+    const agent = requireCaller(body, "agent");
+    const services = requireNames(body, "services");
+    const pid = body.pid;
+    if (typeof pid !== "number" || !Number.isSafeInteger(pid)) {
+      throw badRequest(`"pid" must be an integer`);
+    }
+    const capability = context.tokens.sessions.register({
+      session,
+      agent,
+      services,
+      pid,
+    });
+    appendAudit(context.stateDir, {
+      event: "session_start",
+      agent,
+      session,
+      services,
+      pid,
+      ...processExecutable(pid),
+    });
+    return ok<SessionGrant>({ capability });
+  }
+  if (pathname.startsWith("/v1/sessions/")) {
+    allow("DELETE");
+    const session = pathname.slice("/v1/sessions/".length);
+    const body = await readJson<SessionEnd>(request);
+    const capability = requireString(body, "capability");
+    const ended = context.tokens.sessions.end(session, capability);
+    return ok<SessionEnded>({ ended: ended !== undefined });
+  }
   if (pathname === "/v1/token") {
     allow("POST");
     const body = await readJson<TokenRequest>(request);
     const service = requireName(body, "service");
-    const session = requireCaller(body, "session");
-    const agent = requireCaller(body, "agent");
-    return ok(await context.tokens.token({ service, session, agent }));
+    const capability = requireString(body, "capability");
+    const session = registeredSession(context, capability, [service]);
+    return ok(await context.tokens.token({ service, session }));
   }
   if (pathname === "/v1/tokens") {
     allow("POST");
     const body = await readJson<TokensRequest>(request);
     const services = requireNames(body, "services");
-    const session = requireCaller(body, "session");
-    const agent = requireCaller(body, "agent");
+    const capability = requireString(body, "capability");
     const defer = optionalDefer(body, services);
+    const session = registeredSession(context, capability, services);
     unlockedStore(context);
     const results = await Promise.all(
       services.map(async (service): Promise<TokenResult> => {
@@ -179,7 +219,6 @@ async function route(
             ...await context.tokens.token({
               service,
               session,
-              agent,
               deferIfContains,
             }),
           };
@@ -214,19 +253,64 @@ async function route(
         );
       }
       await unlockedStore(context).set(name, value);
+      // The name only: the value never goes into the log.
+      appendAudit(context.stateDir, { event: "secret_set", service: name });
       return ok({});
     }
     await discardBody(request);
-    return ok({ removed: await unlockedStore(context).remove(name) });
+    const removed = await unlockedStore(context).remove(name);
+    appendAudit(context.stateDir, {
+      event: "secret_rm",
+      service: name,
+      ...(removed ? {} : { reason: "no_secret" }),
+    });
+    return ok({ removed });
   }
   if (pathname === "/v1/shutdown") {
     allow("POST");
     await discardBody(request);
+    appendAudit(context.stateDir, { event: "shutdown" });
     context.shutdown();
     return ok({});
   }
   await discardBody(request);
   return failure("not_found", `no such endpoint: ${pathname}`);
+}
+
+/**
+ * The live session of `capability`; a refusal is audited for each of
+ * `services` with no agent or session, since a caller's claim is no fact.
+ */
+function registeredSession(
+  context: HandlerContext,
+  capability: string,
+  services: readonly string[],
+): RegisteredSession {
+  try {
+    return context.tokens.sessions.resolve(capability);
+  } catch (error) {
+    for (const service of services) {
+      appendAudit(context.stateDir, {
+        event: "token_failed",
+        service,
+        reason: "unknown_session",
+      });
+    }
+    throw error;
+  }
+}
+
+/**
+ * The executable of `pid` as this daemon reads it (Linux), for the audit
+ * log: what registered a session, whatever it says it is.
+ */
+function processExecutable(pid: number): { exe?: string } {
+  if (Deno.build.os !== "linux") return {};
+  try {
+    return { exe: Deno.readLinkSync(`/proc/${pid}/exe`) };
+  } catch {
+    return {};
+  }
 }
 
 function unlockedStore(context: HandlerContext) {

@@ -1,7 +1,9 @@
 /**
- * Serving `POST /v1/token`: read the service's file (fresh, so an edit takes
- * effect at once), get its token through the cache from its source
- * (`sources/registry.ts`), and write the audit log.
+ * Serving `POST /v1/token`: to a registered session only (`sessions.ts`),
+ * for one of its services only; read the service's file (fresh, so an edit
+ * takes effect at once), get its token through the cache from its source
+ * (`sources/registry.ts`), and write the audit log with the session and
+ * agent as registered.
  *
  * @module
  */
@@ -11,13 +13,14 @@ import type { SherlockPaths } from "../../config/sherlock_paths.ts";
 import { sha256Hex } from "../../private_files.ts";
 import { loadService, type Service } from "../../services/loader.ts";
 import type { ValidationCache } from "../../config/validation_cache.ts";
-import type { TokenRequest, TokenResponse } from "../protocol.ts";
+import type { TokenResponse } from "../protocol.ts";
 import { appendAudit } from "./audit_log.ts";
 import type { LoginState } from "./login_state.ts";
 import { BrokerRequestError } from "./request_error.ts";
 import { tokenSource } from "./sources/registry.ts";
 import { type Token, TokenCache } from "./token_cache.ts";
 import { TokenHandoffs } from "./token_handoff.ts";
+import { type RegisteredSession, SessionTable } from "./sessions.ts";
 
 // handler.ts imports the error from here; it lives in request_error.ts.
 export { BrokerRequestError } from "./request_error.ts";
@@ -39,6 +42,10 @@ export class TokenBroker {
   #options: TokenBrokerOptions;
   #cache = new TokenCache();
   #handoffs = new TokenHandoffs();
+  /** The live sessions, the only ones served. */
+  readonly sessions: SessionTable = new SessionTable({
+    onForget: (key) => this.#handoffs.forget(key),
+  });
 
   /** Creates the broker with an empty cache. */
   constructor(options: TokenBrokerOptions) {
@@ -57,14 +64,36 @@ export class TokenBroker {
   }
 
   /**
-   * Serves one token request. Throws {@linkcode BrokerRequestError}. With
-   * `deferIfContains`, a token that holds one of those strings is kept for
-   * the session's shim instead (see `token_handoff.ts`): answered as
-   * deferred, and audited when the shim takes it.
+   * Serves one token request of a registered session (resolve its
+   * capability with {@linkcode TokenBroker.sessions} first). Throws
+   * {@linkcode BrokerRequestError}: `service_not_in_session` for a service
+   * the session did not register. With `deferIfContains`, a token that
+   * holds one of those strings is kept for the session's shim instead (see
+   * `token_handoff.ts`): answered as deferred, and audited when the shim
+   * takes it.
    */
   async token(
-    request: TokenRequest & { deferIfContains?: readonly string[] },
+    request: {
+      service: string;
+      session: RegisteredSession;
+      deferIfContains?: readonly string[];
+    },
   ): Promise<TokenResponse | { deferred: true }> {
+    const { session, agent } = request.session;
+    if (!request.session.services.has(request.service)) {
+      appendAudit(this.#options.paths.stateDir, {
+        event: "token_failed",
+        agent,
+        session,
+        service: request.service,
+        reason: "service_not_in_session",
+      });
+      throw new BrokerRequestError({
+        code: "service_not_in_session",
+        message:
+          `service ${request.service} is not one of session ${session}'s services`,
+      });
+    }
     if (this.#options.login.store === undefined) throw notLoggedIn();
     const service = await this.#service(request.service);
     const { token } = service;
@@ -77,7 +106,7 @@ export class TokenBroker {
     // A changed [token] table must not reuse a token fetched the old way.
     const key = `${request.service}\0${sha256Hex(JSON.stringify(token))}`;
     const handoff = {
-      session: request.session,
+      session: request.session.key,
       service: request.service,
       tokenKey: key,
     };
@@ -98,8 +127,8 @@ export class TokenBroker {
         : new Date(served.expiresAt).toISOString();
       appendAudit(this.#options.paths.stateDir, {
         event: "token",
-        agent: request.agent,
-        session: request.session,
+        agent,
+        session,
         service: request.service,
         source: token.source,
         expiresAt,
@@ -109,8 +138,8 @@ export class TokenBroker {
     } catch (error) {
       appendAudit(this.#options.paths.stateDir, {
         event: "token_failed",
-        agent: request.agent,
-        session: request.session,
+        agent,
+        session,
         service: request.service,
         source: token.source,
         reason: error instanceof BrokerRequestError

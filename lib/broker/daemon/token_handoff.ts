@@ -3,7 +3,9 @@
  * `$` into its config (agents expand it), so the daemon keeps such a token,
  * fetched for the session's `POST /v1/tokens`, and serves it to that
  * session's shim instead of fetching it again: one fetch, one audit entry.
- * In memory only, per session and service, taken at most once, and gone
+ * In memory only, per registered session (`sessions.ts`: the key of the
+ * registration whose capability asked, never a session id a caller names)
+ * and service, taken at most once, gone when the session ends, and gone
  * after {@linkcode HANDOFF_TTL_MS} (the shim then fetches as usual).
  *
  * @module
@@ -22,7 +24,7 @@ const MAX_HANDOFFS = 1024;
 
 /** Which token is kept: the session, the service, and its `[token]` table. */
 export interface HandoffKey {
-  /** The session it was fetched for. */
+  /** The registered session it was fetched for (its `RegisteredSession.key`). */
   session: string;
   /** The service's name. */
   service: string;
@@ -60,6 +62,13 @@ export class TokenHandoffs {
     if (held === undefined) return undefined;
     this.#held.delete(id);
     return held.tokenKey === key.tokenKey ? held.served : undefined;
+  }
+
+  /** Forgets the tokens kept for `session` (it ended). */
+  forget(session: string): void {
+    for (const id of [...this.#held.keys()]) {
+      if (id.startsWith(`${session}\0`)) this.#held.delete(id);
+    }
   }
 
   /** Forgets every kept token (logout, idle lock). */

@@ -4,7 +4,10 @@
  * itself died (SIGKILL, power loss), by the next sherlock that starts.
  *
  * A record is `$XDG_STATE_HOME/sherlock/sessions/<session>.json`: the
- * session's process (pid and start time), and each file's path and SHA-256.
+ * session's process and, once spawned, its agent's (pid and start time
+ * each), and each file's path and SHA-256. A session is over only when both
+ * processes are gone: an agent that outlived a killed sherlock still reads
+ * its config.
  * A file is removed only while it still holds exactly what sherlock wrote,
  * so a file the operator replaced in the meantime is never touched. Records
  * live in the state folder rather than the runtime folder because a
@@ -17,7 +20,7 @@
 import { join } from "../runtime/path.ts";
 import { type MergeRestore, restoreMergedConfig } from "./merged_config.ts";
 import { CantCreateError } from "../errors.ts";
-import { readProcStat } from "../runtime/processes.ts";
+import { isProcessRunning, readProcStat } from "../runtime/processes.ts";
 import {
   describeFsError,
   ensurePrivateDir,
@@ -52,6 +55,10 @@ export interface SessionRecord {
   pid: number;
   /** That process's start time (Linux), to survive pid reuse. */
   processStart: string | null;
+  /** The agent's pid, once it was started. */
+  agentPid?: number;
+  /** The agent's start time (Linux), to survive pid reuse. */
+  agentProcessStart?: string | null;
   /** When the session started (RFC 3339). */
   created: string;
   /** The files it wrote. */
@@ -104,6 +111,29 @@ export function saveSessionRecord(
 }
 
 /**
+ * Records the session's agent once it runs, so that the session counts as
+ * alive while the agent does, even if this sherlock is killed. Saves the
+ * record only when it was saved before (the session wrote a file).
+ */
+export function recordAgent(
+  stateDir: string,
+  record: SessionRecord,
+  pid: number,
+): void {
+  record.agentPid = pid;
+  record.agentProcessStart = processStartTime(pid);
+  if (record.files.length === 0 && (record.restores ?? []).length === 0) {
+    return;
+  }
+  try {
+    saveSessionRecord(stateDir, record);
+  } catch {
+    // The agent runs already: without the pid the session only ends
+    // early if sherlock is killed, which is no reason to stop it now.
+  }
+}
+
+/**
  * Ends a session: removes each of its files that still holds what sherlock
  * wrote, puts back the operator's files it merged into, then removes the
  * record. Never throws for a file that is already gone. Returns warnings
@@ -121,9 +151,10 @@ export function endSession(stateDir: string, record: SessionRecord): string[] {
 }
 
 /**
- * Ends every recorded session whose process is gone. Returns the records it
- * ended; `onWarning` gets what {@linkcode endSession} warns about. A record
- * that cannot be read is left for the operator to inspect.
+ * Ends every recorded session whose processes are gone (see
+ * {@linkcode isSessionAlive}). Returns the records it ended; `onWarning`
+ * gets what {@linkcode endSession} warns about. A record that cannot be
+ * read is left for the operator to inspect.
  */
 export function sweepStaleSessions(
   stateDir: string,
@@ -275,12 +306,14 @@ export function liveSessionOwning(
   );
 }
 
-/** True while the process that runs the session exists. */
+/**
+ * True while the sherlock that runs the session, or its agent, runs: an
+ * agent that outlived a killed sherlock still reads the session's config.
+ */
 export function isSessionAlive(record: SessionRecord): boolean {
-  if (!isProcessAlive(record.pid)) return false;
-  const start = processStartTime(record.pid);
-  return start === null || record.processStart === null ||
-    start === record.processStart;
+  return isProcessRunning(record.pid, record.processStart) ||
+    (record.agentPid !== undefined &&
+      isProcessRunning(record.agentPid, record.agentProcessStart ?? null));
 }
 
 /**
@@ -350,39 +383,6 @@ function removeIfUnchanged(file: WrittenFile): void {
     return;
   }
   if (sha256Hex(bytes) === file.sha256) removeIfPresent(file.path);
-}
-
-/**
- * True while `pid` exists and is this user's: what `kill(pid, 0)` tells.
- * Linux answers from /proc. Elsewhere, `node:process`'s kill does, reached
- * through Deno's `process` global, which is set up on first use: a static
- * `node:` import would start Deno's Node compatibility layer on every
- * launch, at a cost of about a third of Deno's start-up.
- */
-function isProcessAlive(pid: number): boolean {
-  if (Deno.build.os === "linux") {
-    let owner: number | null;
-    try {
-      owner = Deno.statSync(`/proc/${pid}`).uid;
-    } catch {
-      return false;
-    }
-    // Another user's process is not the sherlock that wrote the record
-    // (kill would fail with EPERM), unless sherlock runs as root.
-    const uid = Deno.uid();
-    return uid === 0 || owner === uid;
-  }
-  const { process } = globalThis as unknown as {
-    process: { kill(pid: number, signal: number): void };
-  };
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    // ESRCH: gone. EPERM: the pid now belongs to another user, so it is not
-    // the sherlock that wrote the record either.
-    return false;
-  }
 }
 
 /** The process's start time in clock ticks since boot (Linux), else null. */

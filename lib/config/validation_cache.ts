@@ -13,6 +13,7 @@ import { join } from "../runtime/path.ts";
 import {
   ensurePrivateDir,
   readTextIfPresent,
+  removeDeadTemporariesOf,
   writeFileAtomically,
 } from "../private_files.ts";
 import { VERSION } from "../version.ts";
@@ -82,7 +83,11 @@ export class ValidationCache {
    * ignored: the cache only saves time, it is never needed for correctness.
    */
   save(): void {
-    if (!this.#dirty || this.#file === undefined) return;
+    if (this.#file === undefined) return;
+    // What a sherlock killed while writing the cache left (the operator's
+    // validated files, never a token), so that it does not pile up.
+    removeDeadTemporariesOf(this.#file);
+    if (!this.#dirty) return;
     const kept = Object.entries(this.#entries)
       .sort(([, a], [, b]) => b.used - a.used)
       .slice(0, MAX_ENTRIES);

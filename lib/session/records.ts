@@ -7,7 +7,9 @@
  * session's process and, once spawned, its agent's (pid and start time
  * each), and each file's path and SHA-256. A session is over only when both
  * processes are gone: an agent that outlived a killed sherlock still reads
- * its config.
+ * its config. Every file is written through a temporary file named after
+ * its writer (`private_files.ts` `temporaryPath`); the sweep removes those
+ * of dead writers too, so a kill in the middle of a write leaves no token.
  * A file is removed only while it still holds exactly what sherlock wrote,
  * so a file the operator replaced in the meantime is never touched. Records
  * live in the state folder rather than the runtime folder because a
@@ -25,9 +27,12 @@ import {
   describeFsError,
   ensurePrivateDir,
   readTextIfPresent,
+  removeDeadTemporaries,
+  removeDeadTemporariesOf,
   removeIfPresent,
   sha256Hex,
   writeFileAtomically,
+  writeFileExclusively,
 } from "../private_files.ts";
 
 /** One file a session wrote. */
@@ -140,11 +145,15 @@ export function recordAgent(
  * for the operator (a merged file that changed during the session).
  */
 export function endSession(stateDir: string, record: SessionRecord): string[] {
-  for (const file of record.files) removeIfUnchanged(file);
+  for (const file of record.files) {
+    removeIfUnchanged(file);
+    removeDeadTemporariesOf(file.path);
+  }
   const warnings: string[] = [];
   for (const restore of record.restores ?? []) {
     const warning = restoreMergedConfig(restore);
     if (warning !== undefined) warnings.push(warning);
+    removeDeadTemporariesOf(restore.path);
   }
   removeIfPresent(join(sessionsDir(stateDir), `${record.session}.json`));
   return warnings;
@@ -152,7 +161,8 @@ export function endSession(stateDir: string, record: SessionRecord): string[] {
 
 /**
  * Ends every recorded session whose processes are gone (see
- * {@linkcode isSessionAlive}). Returns the records it ended; `onWarning`
+ * {@linkcode isSessionAlive}), and removes the temporary files of records
+ * whose writer died mid-write. Returns the records it ended; `onWarning`
  * gets what {@linkcode endSession} warns about. A record that cannot be
  * read is left for the operator to inspect.
  */
@@ -160,6 +170,7 @@ export function sweepStaleSessions(
   stateDir: string,
   onWarning: (message: string) => void = () => {},
 ): SessionRecord[] {
+  removeDeadTemporaries(sessionsDir(stateDir));
   const swept: SessionRecord[] = [];
   for (const record of readSessionRecords(stateDir)) {
     if (isSessionAlive(record)) continue;
@@ -325,37 +336,25 @@ export function isSessionAlive(record: SessionRecord): boolean {
 export function writeSessionFile(
   options: { stateDir: string; session: string; path: string; text: string },
 ): void {
-  const temporary = `${options.path}.${crypto.randomUUID().slice(0, 8)}.tmp`;
-  try {
-    writeFileAtomically({
-      path: temporary,
-      bytes: new TextEncoder().encode(options.text),
-      mode: 0o600,
-      durable: false,
-    });
-    Deno.linkSync(temporary, options.path);
-  } catch (error) {
-    if (error instanceof Deno.errors.AlreadyExists) {
-      const owner = liveSessionOwning(
-        options.stateDir,
-        options.path,
-        options.session,
-      );
-      throw new CantCreateError(
-        owner
-          ? `${options.path} is in use by sherlock session ${owner.session} ` +
-            `(${owner.agent}, pid ${owner.pid}); wait for it to end`
-          : `${options.path} exists and sherlock did not write it; ` +
-            "move it away or change the profile's [mcp] path",
-      );
-    }
-    if (error instanceof CantCreateError) throw error;
-    throw new CantCreateError(
-      `cannot write ${options.path}: ${describeFsError(error)}`,
-    );
-  } finally {
-    removeIfPresent(temporary);
-  }
+  const written = writeFileExclusively({
+    path: options.path,
+    bytes: new TextEncoder().encode(options.text),
+    mode: 0o600,
+    durable: false,
+  });
+  if (written) return;
+  const owner = liveSessionOwning(
+    options.stateDir,
+    options.path,
+    options.session,
+  );
+  throw new CantCreateError(
+    owner
+      ? `${options.path} is in use by sherlock session ${owner.session} ` +
+        `(${owner.agent}, pid ${owner.pid}); wait for it to end`
+      : `${options.path} exists and sherlock did not write it; ` +
+        "move it away or change the profile's [mcp] path",
+  );
 }
 
 /**

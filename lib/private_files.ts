@@ -9,7 +9,8 @@
  */
 
 import { CantCreateError } from "./errors.ts";
-import { dirname } from "./runtime/path.ts";
+import { dirname, join } from "./runtime/path.ts";
+import { isProcessRunning, readProcStat } from "./runtime/processes.ts";
 
 /** The SHA-256 of a string or bytes as lowercase hex (see `sha256.ts`). */
 export { sha256Hex } from "./runtime/sha256.ts";
@@ -76,27 +77,17 @@ export function writePrivateFile(path: string, data: string): void {
  * Like {@linkcode writePrivateFile}, for bytes and any mode (used to put an
  * operator's own file back exactly as it was). `durable: false` skips the
  * fsync, for files that only live as long as a session (a rename is still
- * atomic for every reader; only a power loss could lose them).
+ * atomic for every reader; only a power loss could lose them). The
+ * temporary file is named by {@linkcode temporaryPath}, so that
+ * {@linkcode removeDeadTemporaries} finds it if this process dies first.
  */
 export function writeFileAtomically(
   options: { path: string; bytes: Uint8Array; mode: number; durable?: boolean },
 ): void {
-  const temporary = `${options.path}.${crypto.randomUUID().slice(0, 8)}.tmp`;
+  const temporary = temporaryPath(options.path);
   let created = false;
   try {
-    const file = Deno.openSync(temporary, {
-      write: true,
-      createNew: true,
-      mode: 0o600,
-    });
-    created = true;
-    try {
-      writeAllSync(file, options.bytes);
-      if (options.durable ?? true) file.syncDataSync();
-    } finally {
-      file.close();
-    }
-    Deno.chmodSync(temporary, options.mode);
+    created = writeNewFile(temporary, options);
     Deno.renameSync(temporary, options.path);
   } catch (error) {
     // Remove only what this call created: whatever else sits at the
@@ -106,6 +97,118 @@ export function writeFileAtomically(
       `cannot write ${options.path}: ${describeFsError(error)}`,
     );
   }
+}
+
+/**
+ * Writes a file that must not replace anything: like
+ * {@linkcode writeFileAtomically}, but published with link(), which fails
+ * when anything is at `path` — a file, a folder, a planted symlink. Returns
+ * false then (nothing is written); throws {@linkcode CantCreateError} for
+ * any other failure.
+ */
+export function writeFileExclusively(
+  options: { path: string; bytes: Uint8Array; mode: number; durable?: boolean },
+): boolean {
+  const temporary = temporaryPath(options.path);
+  let created = false;
+  try {
+    created = writeNewFile(temporary, options);
+    Deno.linkSync(temporary, options.path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.AlreadyExists && created) return false;
+    throw new CantCreateError(
+      `cannot write ${options.path}: ${describeFsError(error)}`,
+    );
+  } finally {
+    if (created) removeIfPresent(temporary);
+  }
+}
+
+/**
+ * Creates `path` exclusively (0600 until written, so a planted symlink
+ * cannot redirect it and nobody reads a part), writes every byte, syncs
+ * unless `durable` is false, then sets `mode`. Returns true; throws the
+ * file-system error (after removing what it created, if it can).
+ */
+function writeNewFile(
+  path: string,
+  options: { bytes: Uint8Array; mode: number; durable?: boolean },
+): true {
+  const file = Deno.openSync(path, {
+    write: true,
+    createNew: true,
+    mode: 0o600,
+  });
+  try {
+    try {
+      writeAllSync(file, options.bytes);
+      if (options.durable ?? true) file.syncDataSync();
+    } finally {
+      file.close();
+    }
+    Deno.chmodSync(path, options.mode);
+  } catch (error) {
+    removeIfPresent(path);
+    throw error;
+  }
+  return true;
+}
+
+/**
+ * A fresh temporary name beside `path` that says which process writes it:
+ * `<path>.<8 hex>.sherlock-<pid>-<start>.tmp`, where `<start>` is the
+ * process's start time (Linux; 0 elsewhere), so that a later process with
+ * the same pid is not taken for the writer. A process killed between
+ * creating it and renaming or linking it leaves it behind, and
+ * {@linkcode removeDeadTemporaries} removes it once the writer is gone.
+ */
+export function temporaryPath(path: string): string {
+  writerTag ??= `${Deno.pid}-${readProcStat(Deno.pid)?.startTime ?? "0"}`;
+  return `${path}.${crypto.randomUUID().slice(0, 8)}.sherlock-${writerTag}.tmp`;
+}
+
+let writerTag: string | undefined;
+
+const TEMPORARY_NAME = /^(.*)\.[0-9a-f]{8}\.sherlock-(\d+)-(\d+)\.tmp$/;
+
+/**
+ * Removes the temporary files in `folder` (only those for the file named
+ * `name`, when given) whose writer is gone: what a sherlock killed in the
+ * middle of a write left (see {@linkcode temporaryPath}). A live writer's
+ * file is left alone. Returns the paths it removed; a folder that is gone
+ * or unreadable is nothing to remove.
+ */
+export function removeDeadTemporaries(folder: string, name?: string): string[] {
+  const removed: string[] = [];
+  let entries: Deno.DirEntry[];
+  try {
+    entries = [...Deno.readDirSync(folder)];
+  } catch {
+    return removed;
+  }
+  for (const entry of entries) {
+    const match = TEMPORARY_NAME.exec(entry.name);
+    if (match === null || entry.isDirectory) continue;
+    if (name !== undefined && match[1] !== name) continue;
+    const start = match[3] === "0" ? null : match[3];
+    if (isProcessRunning(Number(match[2]), start)) continue;
+    const path = join(folder, entry.name);
+    try {
+      removeIfPresent(path);
+      removed.push(path);
+    } catch {
+      // Not ours to remove after all (another user's folder): left as is.
+    }
+  }
+  return removed;
+}
+
+/** {@linkcode removeDeadTemporaries} for the temporaries of the file `path`. */
+export function removeDeadTemporariesOf(path: string): string[] {
+  const folder = dirname(path);
+  const name = path.slice(folder.length).replace(/^[\\/]+/, "");
+  return removeDeadTemporaries(folder, name);
 }
 
 /** Writes every byte (a single write may take only a part). */

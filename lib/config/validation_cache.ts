@@ -14,6 +14,7 @@ import { join } from "../runtime/path.ts";
 import {
   ensurePrivateDir,
   readTextIfPresent,
+  removeDeadTemporariesOf,
   writeFileAtomically,
 } from "../private_files.ts";
 import { VERSION } from "../version.ts";
@@ -104,6 +105,9 @@ export class ValidationCache {
    */
   save(): void {
     if (this.#file === undefined) return;
+    // What a sherlock killed while writing the cache left (the operator's
+    // validated files, never a token), so that it does not pile up.
+    removeDeadTemporariesOf(this.#file);
     this.#forgetGoneFiles();
     if (!this.#dirty) return;
     const document: CacheDocument = {

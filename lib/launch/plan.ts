@@ -119,6 +119,9 @@ export function planSession(options: PlanSessionOptions): SessionPlan {
     services: options.services,
     format: mcp.format,
     mergePath: config.kind === "merge" ? config.path : undefined,
+    configFilePath: mcp.mode === "config-file" && config.kind === "file"
+      ? config.path
+      : undefined,
     configured: options.settings.render.tokens,
     agent,
   });

@@ -24,6 +24,7 @@ import {
   endSession,
   newSessionId,
   newSessionRecord,
+  recordAgent,
   sweepStaleSessions,
 } from "../session/records.ts";
 import { importLazily } from "../runtime/lazy_import.ts";
@@ -173,6 +174,8 @@ async function runSession(
       path: executable,
       args,
       env: plan.env,
+      // The session lives as long as its agent, even if sherlock is killed.
+      onSpawn: (pid) => recordAgent(paths.stateDir, record, pid),
     });
   } catch (error) {
     throw spawnError(error, {

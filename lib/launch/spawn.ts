@@ -78,6 +78,8 @@ export interface SpawnOptions {
   env: Record<string, string>;
   /** …unless this is true: then `env` is added to sherlock's own. */
   inheritEnv?: boolean;
+  /** Called with the child's pid as soon as it runs. */
+  onSpawn?: (pid: number) => void;
 }
 
 /**
@@ -126,6 +128,7 @@ export class SignalRelay {
       stderr: "inherit",
     }).spawn();
     this.#child = child;
+    options.onSpawn?.(child.pid);
     if (this.#rules.early === "deliver") {
       for (const signal of this.#early) {
         if (this.#rules.forwarded.includes(signal)) this.#forward(signal);

@@ -50,6 +50,8 @@ export interface PlanDeliveryOptions {
   format: McpFormat;
   /** The operator's file, when the profile merges into it (`merge = true`). */
   mergePath?: string;
+  /** The profile's `config-file` path, when it writes one without merging. */
+  configFilePath?: string;
   /** config.toml's `[render] tokens`. */
   configured: TokenDelivery;
   /** The agent's profile name (for the refusals' messages). */
@@ -59,11 +61,13 @@ export interface PlanDeliveryOptions {
 /**
  * Decides each service's delivery:
  * - a service without a token: `none`;
- * - a format that puts the config in argv (Codex) or the merge delivery
- *   (Gemini): every stdio token through the shim, since argv is readable
- *   by every local user and the operator's own file is no place for a
- *   token; a remote server with a token cannot use the shim (the agent
- *   connects to it itself), so it is refused;
+ * - a format that puts the config in argv (Codex), the merge delivery
+ *   (Gemini) or a `config-file` path: every stdio token through the shim,
+ *   since argv is readable by every local user, the operator's own file is
+ *   no place for a token, and a config-file path lies on persistent disk
+ *   outside sherlock's private runtime folder (a kill, a crash or a power
+ *   loss would leave the token there); a remote server with a token cannot
+ *   use the shim (the agent connects to it itself), so it is refused;
  * - a server the format cannot carry (SSE for Codex): refused;
  * - otherwise a stdio server follows its `[token] delivery`, else
  *   config.toml's `[render] tokens`, and goes through the shim when its
@@ -75,6 +79,8 @@ export function planDelivery(options: PlanDeliveryOptions): DeliveryPlan {
     ? "put it in argv, which every local user can read"
     : options.mergePath !== undefined
     ? `write it into ${options.mergePath}, a file of yours`
+    : options.configFilePath !== undefined
+    ? `write it into ${options.configFilePath}, on disk outside sherlock's private runtime folder`
     : undefined;
   const plan = new Map<string, ServiceDelivery>();
   for (const service of options.services) {

@@ -4,7 +4,12 @@
  * itself died (SIGKILL, power loss), by the next sherlock that starts.
  *
  * A record is `$XDG_STATE_HOME/sherlock/sessions/<session>.json`: the
- * session's process (pid and start time), and each file's path and SHA-256.
+ * session's process and, once spawned, its agent's (pid and start time
+ * each), and each file's path and SHA-256. A session is over only when both
+ * processes are gone: an agent that outlived a killed sherlock still reads
+ * its config. Every file is written through a temporary file named after
+ * its writer (`private_files.ts` `temporaryPath`); the sweep removes those
+ * of dead writers too, so a kill in the middle of a write leaves no token.
  * A file is removed only while it still holds exactly what sherlock wrote,
  * so a file the operator replaced in the meantime is never touched. Records
  * live in the state folder rather than the runtime folder because a
@@ -17,14 +22,17 @@
 import { join } from "../runtime/path.ts";
 import { type MergeRestore, restoreMergedConfig } from "./merged_config.ts";
 import { CantCreateError } from "../errors.ts";
-import { readProcStat } from "../runtime/processes.ts";
+import { isProcessRunning, readProcStat } from "../runtime/processes.ts";
 import {
   describeFsError,
   ensurePrivateDir,
   readTextIfPresent,
+  removeDeadTemporaries,
+  removeDeadTemporariesOf,
   removeIfPresent,
   sha256Hex,
   writeFileAtomically,
+  writeFileExclusively,
 } from "../private_files.ts";
 
 /** One file a session wrote. */
@@ -52,6 +60,10 @@ export interface SessionRecord {
   pid: number;
   /** That process's start time (Linux), to survive pid reuse. */
   processStart: string | null;
+  /** The agent's pid, once it was started. */
+  agentPid?: number;
+  /** The agent's start time (Linux), to survive pid reuse. */
+  agentProcessStart?: string | null;
   /** When the session started (RFC 3339). */
   created: string;
   /** The files it wrote. */
@@ -104,31 +116,61 @@ export function saveSessionRecord(
 }
 
 /**
+ * Records the session's agent once it runs, so that the session counts as
+ * alive while the agent does, even if this sherlock is killed. Saves the
+ * record only when it was saved before (the session wrote a file).
+ */
+export function recordAgent(
+  stateDir: string,
+  record: SessionRecord,
+  pid: number,
+): void {
+  record.agentPid = pid;
+  record.agentProcessStart = processStartTime(pid);
+  if (record.files.length === 0 && (record.restores ?? []).length === 0) {
+    return;
+  }
+  try {
+    saveSessionRecord(stateDir, record);
+  } catch {
+    // The agent runs already: without the pid the session only ends
+    // early if sherlock is killed, which is no reason to stop it now.
+  }
+}
+
+/**
  * Ends a session: removes each of its files that still holds what sherlock
  * wrote, puts back the operator's files it merged into, then removes the
  * record. Never throws for a file that is already gone. Returns warnings
  * for the operator (a merged file that changed during the session).
  */
 export function endSession(stateDir: string, record: SessionRecord): string[] {
-  for (const file of record.files) removeIfUnchanged(file);
+  for (const file of record.files) {
+    removeIfUnchanged(file);
+    removeDeadTemporariesOf(file.path);
+  }
   const warnings: string[] = [];
   for (const restore of record.restores ?? []) {
     const warning = restoreMergedConfig(restore);
     if (warning !== undefined) warnings.push(warning);
+    removeDeadTemporariesOf(restore.path);
   }
   removeIfPresent(join(sessionsDir(stateDir), `${record.session}.json`));
   return warnings;
 }
 
 /**
- * Ends every recorded session whose process is gone. Returns the records it
- * ended; `onWarning` gets what {@linkcode endSession} warns about. A record
- * that cannot be read is left for the operator to inspect.
+ * Ends every recorded session whose processes are gone (see
+ * {@linkcode isSessionAlive}), and removes the temporary files of records
+ * whose writer died mid-write. Returns the records it ended; `onWarning`
+ * gets what {@linkcode endSession} warns about. A record that cannot be
+ * read is left for the operator to inspect.
  */
 export function sweepStaleSessions(
   stateDir: string,
   onWarning: (message: string) => void = () => {},
 ): SessionRecord[] {
+  removeDeadTemporaries(sessionsDir(stateDir));
   const swept: SessionRecord[] = [];
   for (const record of readSessionRecords(stateDir)) {
     if (isSessionAlive(record)) continue;
@@ -275,12 +317,14 @@ export function liveSessionOwning(
   );
 }
 
-/** True while the process that runs the session exists. */
+/**
+ * True while the sherlock that runs the session, or its agent, runs: an
+ * agent that outlived a killed sherlock still reads the session's config.
+ */
 export function isSessionAlive(record: SessionRecord): boolean {
-  if (!isProcessAlive(record.pid)) return false;
-  const start = processStartTime(record.pid);
-  return start === null || record.processStart === null ||
-    start === record.processStart;
+  return isProcessRunning(record.pid, record.processStart) ||
+    (record.agentPid !== undefined &&
+      isProcessRunning(record.agentPid, record.agentProcessStart ?? null));
 }
 
 /**
@@ -292,37 +336,25 @@ export function isSessionAlive(record: SessionRecord): boolean {
 export function writeSessionFile(
   options: { stateDir: string; session: string; path: string; text: string },
 ): void {
-  const temporary = `${options.path}.${crypto.randomUUID().slice(0, 8)}.tmp`;
-  try {
-    writeFileAtomically({
-      path: temporary,
-      bytes: new TextEncoder().encode(options.text),
-      mode: 0o600,
-      durable: false,
-    });
-    Deno.linkSync(temporary, options.path);
-  } catch (error) {
-    if (error instanceof Deno.errors.AlreadyExists) {
-      const owner = liveSessionOwning(
-        options.stateDir,
-        options.path,
-        options.session,
-      );
-      throw new CantCreateError(
-        owner
-          ? `${options.path} is in use by sherlock session ${owner.session} ` +
-            `(${owner.agent}, pid ${owner.pid}); wait for it to end`
-          : `${options.path} exists and sherlock did not write it; ` +
-            "move it away or change the profile's [mcp] path",
-      );
-    }
-    if (error instanceof CantCreateError) throw error;
-    throw new CantCreateError(
-      `cannot write ${options.path}: ${describeFsError(error)}`,
-    );
-  } finally {
-    removeIfPresent(temporary);
-  }
+  const written = writeFileExclusively({
+    path: options.path,
+    bytes: new TextEncoder().encode(options.text),
+    mode: 0o600,
+    durable: false,
+  });
+  if (written) return;
+  const owner = liveSessionOwning(
+    options.stateDir,
+    options.path,
+    options.session,
+  );
+  throw new CantCreateError(
+    owner
+      ? `${options.path} is in use by sherlock session ${owner.session} ` +
+        `(${owner.agent}, pid ${owner.pid}); wait for it to end`
+      : `${options.path} exists and sherlock did not write it; ` +
+        "move it away or change the profile's [mcp] path",
+  );
 }
 
 /**
@@ -350,39 +382,6 @@ function removeIfUnchanged(file: WrittenFile): void {
     return;
   }
   if (sha256Hex(bytes) === file.sha256) removeIfPresent(file.path);
-}
-
-/**
- * True while `pid` exists and is this user's: what `kill(pid, 0)` tells.
- * Linux answers from /proc. Elsewhere, `node:process`'s kill does, reached
- * through Deno's `process` global, which is set up on first use: a static
- * `node:` import would start Deno's Node compatibility layer on every
- * launch, at a cost of about a third of Deno's start-up.
- */
-function isProcessAlive(pid: number): boolean {
-  if (Deno.build.os === "linux") {
-    let owner: number | null;
-    try {
-      owner = Deno.statSync(`/proc/${pid}`).uid;
-    } catch {
-      return false;
-    }
-    // Another user's process is not the sherlock that wrote the record
-    // (kill would fail with EPERM), unless sherlock runs as root.
-    const uid = Deno.uid();
-    return uid === 0 || owner === uid;
-  }
-  const { process } = globalThis as unknown as {
-    process: { kill(pid: number, signal: number): void };
-  };
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    // ESRCH: gone. EPERM: the pid now belongs to another user, so it is not
-    // the sherlock that wrote the record either.
-    return false;
-  }
 }
 
 /** The process's start time in clock ticks since boot (Linux), else null. */

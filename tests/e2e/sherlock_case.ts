@@ -36,7 +36,9 @@ import { sherlockCommand } from "../helpers/sherlock.ts";
 import {
   CLI_PINS,
   compareSnapshots,
+  delay,
   findRecord,
+  groupMembers,
   installClis,
   operatorAgentPaths,
   type ServerRecord,
@@ -325,8 +327,10 @@ export async function runSherlockCase(
 
 /**
  * SIGKILLs sherlock alone (its agent and servers go on, orphaned), checks
- * that its session record and the merged file are still there, and runs
- * another session (of an agent that exits at once), which must sweep up.
+ * that its session record and the merged file are still there, runs
+ * another session (of an agent that exits at once), which must leave them
+ * while the orphaned agent runs, then SIGKILLs what is left of sherlock's
+ * process group and runs another, which must sweep up.
  */
 async function crashAndSweep(
   home: BrokerHome,
@@ -351,6 +355,19 @@ async function crashAndSweep(
     );
   }
   home.writeProfile("noop", profileToml({ name: "noop", executable: "true" }));
+  const early = await home.sherlock(["run", "noop"], { env });
+  assert.equal(early.code, 0, `sherlock run noop: ${early.stderr}`);
+  assert.equal(
+    sessionRecords(home).length,
+    1,
+    "a session whose agent still runs should be left alone",
+  );
+  try {
+    Deno.kill(-cli.pid, "SIGKILL");
+  } catch {
+    // The group is gone already.
+  }
+  while (groupMembers(cli.pid).length > 0) await delay(50);
   const next = await home.sherlock(["run", "noop"], { env });
   assert.equal(next.code, 0, `sherlock run noop: ${next.stderr}`);
   assert.ok(!`${next.stdout}${next.stderr}`.includes(token));

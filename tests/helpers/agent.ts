@@ -17,6 +17,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { isProcessRunning } from "../../lib/runtime/processes.ts";
 import type { AgentRecord } from "./fake_agent.ts";
 import type { TestHome } from "./home.ts";
 import { type ProfileSpec, profileToml } from "./profiles.ts";
@@ -209,6 +210,26 @@ export async function startWaitingSession(
       await sherlock.result.catch(() => {});
     },
   };
+}
+
+/**
+ * SIGKILLs the agent of a session whose sherlock was killed (the agent is
+ * an orphan then) and waits until it no longer runs: from then on the
+ * session is dead, and the next sherlock sweeps it.
+ */
+export async function killOrphanedAgent(
+  session: WaitingSession,
+): Promise<void> {
+  const pid = session.started.pid;
+  try {
+    Deno.kill(pid, "SIGKILL");
+  } catch {
+    // Already gone.
+  }
+  await waitUntil(
+    () => !isProcessRunning(pid) || undefined,
+    `the orphaned agent ${pid} to end`,
+  );
 }
 
 /** The servers of a rendered `{"mcpServers": …}` config. */

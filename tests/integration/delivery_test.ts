@@ -13,9 +13,20 @@ import {
   type AgentRunOptions,
   installFakeAgent,
 } from "../helpers/agent.ts";
+import { createBrokerHome } from "../helpers/broker_home.ts";
 import { createTestHome, type TestHome } from "../helpers/home.ts";
-import { remoteServiceToml, stdioServiceToml } from "../helpers/profiles.ts";
-import { runSherlock, type SherlockResult } from "../helpers/sherlock.ts";
+import { filesContaining, randomToken } from "../helpers/leaks.ts";
+import {
+  remoteServiceToml,
+  stdioServiceToml,
+  tokenServiceToml,
+} from "../helpers/profiles.ts";
+import { sh } from "../helpers/shell.ts";
+import {
+  lines,
+  runSherlock,
+  type SherlockResult,
+} from "../helpers/sherlock.ts";
 import { exists } from "../helpers/wait.ts";
 
 /** The runtime file name of a session of `agent`. */
@@ -345,4 +356,79 @@ Deno.test("sherlock's own options go before the agent's name; -- ends them", asy
   addFakeAgent(home, { name: "fake" });
   const { record } = await launch(home, ["run", "--", "fake", "--dry-run"]);
   assert.deepEqual(record.args, ["--dry-run"]);
+});
+
+Deno.test("config-file: a service's secret goes through the shim, never into the file on disk", async () => {
+  await using home = await createBrokerHome();
+  // The operator's folder, as an agent's own dotfolder is: 0755.
+  const folder = join(home.home, ".fake");
+  Deno.mkdirSync(folder, { mode: 0o755 });
+  Deno.chmodSync(folder, 0o755);
+  const path = join(folder, "mcp.json");
+  addFakeAgent(home, {
+    name: "fake",
+    mcp: { mode: "config-file", path: "~/.fake/mcp.json" },
+  });
+  const out = join(home.scratch, "api-server.token");
+  const server = home.writeScript(
+    "api-server",
+    `printf '%s' "$API_TOKEN" > ${sh(out)}\nexec cat`,
+  );
+  home.writeService(
+    "api",
+    tokenServiceToml({ name: "api", source: "secret", env: "API_TOKEN" })
+      .replace(
+        'command = "mcp-server-api"',
+        `command = ${JSON.stringify(server)}`,
+      ),
+  );
+  const secret = randomToken("sec");
+  await home.login();
+  const set = await home.sherlock(["secret", "set", "api"], { stdin: secret });
+  assert.equal(set.code, 0, set.stderr);
+
+  using agent = new AgentRun(home.scratch, {
+    config: `path:${path}`,
+    runServers: "ping\n",
+  });
+  const result = await home.sherlock(["fake"], { env: agent.env });
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(result.stderr, "");
+  const record = agent.record();
+  // The file on disk, as the agent read it: the shim, not the secret.
+  const text = record.config!.text!;
+  assert.equal(text.includes(secret), false, text);
+  const api = JSON.parse(text).mcpServers.api;
+  assert.ok(api.args.includes("shim"), text);
+  assert.deepEqual(api.env, {});
+  // The server, started through the shim, got it.
+  assert.deepEqual(record.servers!.api, {
+    code: 0,
+    stdout: "ping\n",
+    stderr: "",
+  });
+  assert.equal(Deno.readTextFileSync(out), secret);
+  assert.equal(exists(path), false);
+  assert.deepEqual(
+    filesContaining(home.root, [secret], [home.scratch]),
+    [],
+  );
+
+  // A remote service with a token cannot use the shim: refused, exit 78.
+  home.writeService(
+    "docs",
+    tokenServiceToml({
+      name: "docs",
+      source: "secret",
+      url: "https://docs.example.com/mcp",
+    }),
+  );
+  using refused = new AgentRun(home.scratch);
+  const second = await home.sherlock(["fake"], { env: refused.env });
+  assert.equal(second.code, 78);
+  assert.deepEqual(lines(second.stderr), [
+    `sherlock: service docs is a remote server with a token, and agent fake would write it into ${path}, on disk outside sherlock's private runtime folder; use a stdio server for it, or another agent`,
+  ]);
+  assert.equal(refused.hasStarted, false);
+  assert.equal(exists(path), false);
 });

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import {
   addFakeAgent,
   AgentRun,
+  killOrphanedAgent,
   startWaitingSession,
 } from "../helpers/agent.ts";
 import { createBrokerHome } from "../helpers/broker_home.ts";
@@ -167,6 +168,7 @@ Deno.test("merge: sherlock SIGKILLed mid-session; the next run puts the file bac
   // Nothing could clean up: the merged file and the record are there.
   assertMergedSeen(Deno.readTextFileSync(path));
   assert.equal(records(home).length, 1);
+  await killOrphanedAgent(crashed);
 
   // The next session, of any agent, puts it back before it starts.
   addFakeAgent(home, { name: "other", executable: "fake" });
@@ -191,6 +193,47 @@ Deno.test("merge: sherlock SIGKILLed mid-session; the next run puts the file bac
   assert.deepEqual(Deno.readFileSync(path), bytes);
 });
 
+Deno.test("merge: sherlock SIGKILLed, its agent still runs: the merge stays, a second merge is refused", async () => {
+  await using home = await createTestHome();
+  const path = setUp(home);
+  const bytes = writeOperatorFile(path);
+  await using crashed = await startWaitingSession(home, [AGENT], {
+    config: `path:${path}`,
+  });
+  crashed.sherlock.kill("SIGKILL");
+  await crashed.sherlock.exited;
+  const merged = Deno.readFileSync(path);
+
+  // Another agent's session leaves the live agent's file alone…
+  addFakeAgent(home, { name: "other", executable: "fake" });
+  using next = new AgentRun(home.scratch);
+  const other = await runSherlock(["other"], {
+    env: { ...home.env, ...next.env },
+  });
+  assert.equal(other.code, 0, other.stderr);
+  assert.deepEqual(Deno.readFileSync(path), merged);
+  // …and a second merge into it waits for the agent, as for a live sherlock.
+  using second = new AgentRun(home.scratch, { config: `path:${path}` });
+  const refused = await runSherlock([AGENT], {
+    env: { ...home.env, ...second.env },
+  });
+  assert.equal(refused.code, 73);
+  assert.match(refused.stderr, /is in use by sherlock session/);
+  assert.equal(second.hasStarted, false);
+  assert.deepEqual(Deno.readFileSync(path), merged);
+  assert.equal(records(home).length, 1);
+
+  // The agent ends: the next run puts the file back.
+  await killOrphanedAgent(crashed);
+  using last = new AgentRun(home.scratch);
+  const swept = await runSherlock(["other"], {
+    env: { ...home.env, ...last.env },
+  });
+  assert.equal(swept.code, 0, swept.stderr);
+  assert.deepEqual(Deno.readFileSync(path), bytes);
+  assert.deepEqual(records(home), []);
+});
+
 Deno.test("merge: a crashed session's merge is put back before the next one merges", async () => {
   await using home = await createTestHome();
   const path = setUp(home);
@@ -200,6 +243,7 @@ Deno.test("merge: a crashed session's merge is put back before the next one merg
   });
   crashed.sherlock.kill("SIGKILL");
   await crashed.sherlock.exited;
+  await killOrphanedAgent(crashed);
   using agent = new AgentRun(home.scratch, { config: `path:${path}` });
   const result = await runSherlock([AGENT], {
     env: { ...home.env, ...agent.env },

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import {
   addFakeAgent,
   AgentRun,
+  killOrphanedAgent,
   startWaitingSession,
   type WaitingSession,
 } from "../helpers/agent.ts";
@@ -54,7 +55,7 @@ Deno.test("two sessions of one agent: each its own file; neither removes the oth
   assert.deepEqual(home.sessionRecords(), []);
 });
 
-Deno.test("sherlock SIGKILLed while the agent runs: the file stays; the next run sweeps it", async () => {
+Deno.test("sherlock SIGKILLed while the agent runs: the file stays while the agent runs; once it ends, the next run sweeps it", async () => {
   await using home = await createTestHome();
   addFakeAgent(home, { name: "fake" });
   await using crashed = await crashedSession(home);
@@ -63,13 +64,25 @@ Deno.test("sherlock SIGKILLed while the agent runs: the file stays; the next run
   assert.equal(Deno.readTextFileSync(stale.path), stale.text);
   assert.equal(home.sessionRecords().length, 1);
 
-  // The next session (of any agent) sweeps them before it starts.
+  // Another session while the orphaned agent still runs and reads its
+  // config: the session is not over, so its file stays.
   addFakeAgent(home, { name: "other", executable: "fake" });
   using next = new AgentRun(home.scratch);
   const result = await runSherlock(["other"], {
     env: { ...home.env, ...next.env },
   });
-  assert.equal(result.code, 0);
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(Deno.readTextFileSync(stale.path), stale.text);
+  assert.equal(home.sessionRecords().length, 1);
+
+  // Once the agent is gone too, the next session (of any agent) sweeps
+  // them before it starts.
+  await killOrphanedAgent(crashed);
+  using last = new AgentRun(home.scratch);
+  const swept = await runSherlock(["other"], {
+    env: { ...home.env, ...last.env },
+  });
+  assert.equal(swept.code, 0, swept.stderr);
   assert.equal(exists(stale.path), false);
   assert.deepEqual(home.sessionRecords(), []);
   assert.deepEqual(home.runtimeFiles(), []);
@@ -118,8 +131,9 @@ Deno.test("config-file: a file left by a dead session is swept and replaced", as
   const path = join(home.home, ".fake", "mcp.json");
   addFakeAgent(home, { name: "fake", mcp: { mode: "config-file", path } });
   {
-    await using _crashed = await crashedSession(home);
+    await using crashed = await crashedSession(home);
     assert.ok(exists(path));
+    await killOrphanedAgent(crashed);
   }
 
   using agent = new AgentRun(home.scratch, { config: `path:${path}` });

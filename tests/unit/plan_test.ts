@@ -467,8 +467,10 @@ Deno.test("planSession: env-var mode names the file in the variable", () => {
 });
 
 Deno.test("planSession: config-file mode writes the profile's path; merge = true merges into it, tokens through the shim", () => {
+  // A remote service with a token (docs) cannot go through the shim.
   const file = planSession(sessionOptions(
     loaded({ mode: "config-file", path: "~/.agent/mcp.json" }),
+    { services: [github, plain] },
   ));
   assert.deepEqual(file.config, {
     kind: "file",

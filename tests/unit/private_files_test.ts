@@ -5,7 +5,10 @@ import { join } from "node:path";
 import { CantCreateError } from "../../lib/errors.ts";
 import {
   ensurePrivateDir,
+  removeDeadTemporaries,
   removeIfPresent,
+  temporaryPath,
+  writeFileExclusively,
   writePrivateFile,
 } from "../../lib/private_files.ts";
 import { listNames } from "../helpers/home.ts";
@@ -95,5 +98,52 @@ Deno.test("writePrivateFile: never writes through a symlink planted at the path"
     assert.equal(Deno.readTextFileSync(victim), "precious");
     assert.equal(Deno.lstatSync(path).isSymlink, false);
     assert.equal(Deno.readTextFileSync(path), "rendered");
+  });
+});
+
+Deno.test("removeDeadTemporaries: removes a dead writer's temporaries only, for the name asked", async () => {
+  // A real process that has ended (and was reaped): its pid is free.
+  const child = new Deno.Command("true").spawn();
+  await child.status;
+  await withFolder((folder) => {
+    const config = join(folder, "fake.0123456789ab.mcp.json");
+    const mine = temporaryPath(config);
+    const dead = `${config}.0badcafe.sherlock-${child.pid}-1.tmp`;
+    const otherFile = `${
+      join(folder, "other.json")
+    }.0badcafe.sherlock-${child.pid}-1.tmp`;
+    // Names sherlock never writes: an operator's, another tool's.
+    const foreign = [`${config}.tmp`, `${config}.0badcafe.tmp`];
+    for (const path of [mine, dead, otherFile, ...foreign]) {
+      Deno.writeTextFileSync(path, "tok_secret");
+    }
+    assert.match(mine, new RegExp(`\\.sherlock-${Deno.pid}-\\d+\\.tmp$`));
+    assert.deepEqual(
+      removeDeadTemporaries(folder, "fake.0123456789ab.mcp.json"),
+      [
+        dead,
+      ],
+    );
+    assert.deepEqual(removeDeadTemporaries(folder), [otherFile]);
+    assert.deepEqual(
+      listNames(folder).sort(),
+      [mine, ...foreign].map((path) => path.slice(folder.length + 1)).sort(),
+    );
+  });
+});
+
+Deno.test("writeFileExclusively: never replaces what is there; leaves no temporary file", async () => {
+  await withFolder((folder) => {
+    const path = join(folder, "mcp.json");
+    const bytes = new TextEncoder().encode("{}");
+    assert.equal(writeFileExclusively({ path, bytes, mode: 0o600 }), true);
+    assert.equal(mode(path), 0o600);
+    const again = new TextEncoder().encode('{"x": 1}');
+    assert.equal(
+      writeFileExclusively({ path, bytes: again, mode: 0o600 }),
+      false,
+    );
+    assert.equal(Deno.readTextFileSync(path), "{}");
+    assert.deepEqual(listNames(folder), ["mcp.json"]);
   });
 });

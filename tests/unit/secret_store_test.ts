@@ -16,6 +16,7 @@ import {
 } from "node:crypto";
 import { join } from "node:path";
 import { SherlockError } from "../../lib/errors.ts";
+import { temporaryPath } from "../../lib/private_files.ts";
 import {
   CorruptStoreError,
   createStore,
@@ -1051,11 +1052,11 @@ Deno.test("SecretStore: a failed write leaves the file and the store as they wer
     // writePrivateFile names its temp file with crypto.randomUUID(): plant a
     // non-empty folder where the next one will go, so creating it fails.
     const fixed = "deadbeef-0000-4000-8000-000000000000" as const;
-    const planted = `${path}.deadbeef.tmp`;
-    Deno.mkdirSync(planted);
-    Deno.writeTextFileSync(join(planted, "keep"), "");
     const original = crypto.randomUUID;
     crypto.randomUUID = () => fixed;
+    const planted = temporaryPath(path);
+    Deno.mkdirSync(planted);
+    Deno.writeTextFileSync(join(planted, "keep"), "");
     try {
       for (
         const attempt of [

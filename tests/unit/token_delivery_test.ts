@@ -432,6 +432,35 @@ Deno.test("planDelivery: a forced shim and a remote service with a token is a co
   );
 });
 
+Deno.test("planDelivery: a config-file path gets every stdio token through the shim, even one asked inline", () => {
+  const inline = service(`
+[service]
+name = "api"
+[server]
+command = "api-server"
+[token]
+source = "secret"
+env = "API_TOKEN"
+delivery = "inline"
+`);
+  const delivery = plan([inline, remote("docs")], {
+    format: "mcp-json",
+    agent: "fake",
+    configFilePath: "/home/me/.fake/mcp.json",
+  });
+  assert.deepEqual(delivery.get("api"), {
+    kind: "shim",
+    reason:
+      "agent fake would write it into /home/me/.fake/mcp.json, on disk outside sherlock's private runtime folder",
+  });
+  assert.equal(
+    refusal(delivery),
+    "service docs is a remote server with a token, and agent fake would write it into " +
+      "/home/me/.fake/mcp.json, on disk outside sherlock's private runtime folder; " +
+      "use a stdio server for it, or another agent",
+  );
+});
+
 Deno.test("planDelivery: a forced shim with a remote service that needs no token is fine", () => {
   const open = service(`
 [service]

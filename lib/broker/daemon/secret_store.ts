@@ -21,9 +21,13 @@ import {
 } from "node:crypto";
 import { ExitCode, SherlockError } from "../../errors.ts";
 import { NAME_PATTERN } from "../../config/names.ts";
+import { dirname, join } from "../../runtime/path.ts";
 import {
   describeFsError,
   ensurePrivateParent,
+  removeDeadTemporariesOf,
+  removeIfPresent,
+  writeFileExclusively,
   writePrivateFile,
 } from "../../private_files.ts";
 
@@ -341,6 +345,7 @@ export async function createStore(
     throw new InvalidPassphraseError("it must not be empty");
   }
   if (storeExists(path)) throw new StoreExistsError(path);
+  removeLeftovers(path, { locked: false });
   try {
     ensurePrivateParent(path);
   } catch (error) {
@@ -400,6 +405,7 @@ export async function unlockStore(
   if (typeof passphrase !== "string") {
     throw new InvalidPassphraseError("it must be a string");
   }
+  removeLeftovers(path, { locked: false });
   const file = await readStoreFile(path);
   const parsed = parseStoreFile(path, file.bytes);
   const keys = await deriveKeys(passphrase, {
@@ -830,18 +836,44 @@ function writeStore(
       writePrivateFile(path, text);
       return;
     }
-    const temporary = `${path}.${randomBytes(4).toString("hex")}.new`;
-    writePrivateFile(temporary, text);
-    try {
-      Deno.linkSync(temporary, path);
-    } finally {
-      Deno.removeSync(temporary);
-    }
+    const written = writeFileExclusively({
+      path,
+      bytes: new TextEncoder().encode(text),
+      mode: 0o600,
+    });
+    if (!written) throw new StoreExistsError(path);
   } catch (error) {
-    if (error instanceof Deno.errors.AlreadyExists) {
-      throw new StoreExistsError(path);
-    }
+    if (error instanceof StoreExistsError) throw error;
     throw new StoreWriteError(path, error);
+  }
+}
+
+/** The temporary names older versions wrote beside the store (no writer in them). */
+const LEGACY_TEMPORARY = /^[0-9a-f]{8}\.(tmp|new|new\.[0-9a-f]{8}\.tmp)$/;
+
+/**
+ * Removes what a daemon killed in the middle of a write left beside the
+ * store — each such file holds the secrets of its moment, including those
+ * `secret rm` later took out of the store: the temporaries of writers that
+ * are gone (`private_files.ts` `temporaryPath`), and, while the store's lock
+ * is held (no update can be under way then), the names older versions used,
+ * which do not say their writer. Best effort: a leftover that cannot be
+ * removed is no reason to refuse the store.
+ */
+function removeLeftovers(path: string, options: { locked: boolean }): void {
+  try {
+    removeDeadTemporariesOf(path);
+    if (!options.locked) return;
+    const folder = dirname(path);
+    const name = path.slice(folder.length).replace(/^[\\/]+/, "");
+    for (const entry of Deno.readDirSync(folder)) {
+      if (!entry.isFile || !entry.name.startsWith(`${name}.`)) continue;
+      if (LEGACY_TEMPORARY.test(entry.name.slice(name.length + 1))) {
+        removeIfPresent(join(folder, entry.name));
+      }
+    }
+  } catch {
+    // Left for the next time.
   }
 }
 
@@ -859,6 +891,7 @@ async function openStoreLock(path: string): Promise<Deno.FsFile> {
     throw new StoreWriteError(path, error);
   }
   await lock.lock(true);
+  removeLeftovers(path, { locked: true });
   return lock;
 }
 

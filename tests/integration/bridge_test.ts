@@ -351,7 +351,11 @@ Deno.test("bridge: with no token to be had (no broker), requests are answered wi
   await using remote = await startRemoteMcpServer({ token: randomToken() });
   await using home = await createBrokerHome();
   const args = bridgeArgs(home, remote.url);
-  args[args.indexOf("--socket") + 1] = join(home.scratch, "no-broker.sock");
+  // A private folder, as the runtime folder is, with nothing listening.
+  const folder = join(home.scratch, "no-broker");
+  Deno.mkdirSync(folder, { mode: 0o700 });
+  Deno.chmodSync(folder, 0o700);
+  args[args.indexOf("--socket") + 1] = join(folder, "broker.sock");
   sessionEnv.set(home, { [CAPABILITY_ENV]: "0".repeat(64) });
   const bridge = rawBridge(home, args);
   await bridge.send(INITIALIZE);

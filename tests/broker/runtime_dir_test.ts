@@ -120,7 +120,7 @@ function answerFor(request: string): unknown {
 /** Every command that talks to the broker, and what it is given. */
 function clientCommands(
   home: BrokerHome,
-): { args: string[]; stdin?: string }[] {
+): { args: string[]; stdin?: string; env?: Record<string, string> }[] {
   return [
     { args: ["login"], stdin: `${PASSPHRASE}\n` },
     { args: ["logout"] },
@@ -147,6 +147,8 @@ function clientCommands(
         "--",
         "/bin/true",
       ],
+      // A shim presents a session's capability (from its entry's env).
+      env: { SHERLOCK_SESSION_CAPABILITY: "0".repeat(64) },
     },
   ];
 }
@@ -174,7 +176,10 @@ async function assertEveryCommandRefuses(
   home.addAgent();
   home.addHelperService("github");
   for (const command of clientCommands(home)) {
-    const result = await home.sherlock(command.args, { stdin: command.stdin });
+    const result = await home.sherlock(command.args, {
+      stdin: command.stdin,
+      env: command.env,
+    });
     assertRefused(result, command.args.join(" "), expected);
   }
   assert.deepEqual(server.received, [], "the planted server heard nothing");

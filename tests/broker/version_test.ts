@@ -85,7 +85,11 @@ Deno.test("a daemon of another version: every command that asks it anything refu
     await copyWithVersion(copy, OTHER_VERSION),
   );
 
-  const commands: { args: string[]; stdin?: string }[] = [
+  const commands: {
+    args: string[];
+    stdin?: string;
+    env?: Record<string, string>;
+  }[] = [
     { args: ["login"], stdin: `${PASSPHRASE}\n` },
     { args: ["whoami"] },
     { args: ["logout"] },
@@ -108,10 +112,15 @@ Deno.test("a daemon of another version: every command that asks it anything refu
         "--",
         "/bin/true",
       ],
+      // A shim presents a session's capability (from its entry's env).
+      env: { SHERLOCK_SESSION_CAPABILITY: "0".repeat(64) },
     },
   ];
   for (const command of commands) {
-    const result = await home.sherlock(command.args, { stdin: command.stdin });
+    const result = await home.sherlock(command.args, {
+      stdin: command.stdin,
+      env: command.env,
+    });
     const what = command.args.join(" ");
     assert.equal(result.code, 69, `${what}: ${result.stderr}`);
     assert.deepEqual(lines(result.stderr), [MISMATCH], what);

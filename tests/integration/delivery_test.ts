@@ -400,7 +400,9 @@ Deno.test("config-file: a service's secret goes through the shim, never into the
   assert.equal(text.includes(secret), false, text);
   const api = JSON.parse(text).mcpServers.api;
   assert.ok(api.args.includes("shim"), text);
-  assert.deepEqual(api.env, {});
+  // Only the session's capability, for the shim: no token.
+  assert.deepEqual(Object.keys(api.env), ["SHERLOCK_SESSION_CAPABILITY"]);
+  assert.match(api.env.SHERLOCK_SESSION_CAPABILITY, /^[0-9a-f]{64}$/);
   // The server, started through the shim, got it.
   assert.deepEqual(record.servers!.api, {
     code: 0,

@@ -20,7 +20,7 @@
  * @module
  */
 
-import { summarize } from "./bench_stats.ts";
+import { childrenCpuMs, summarize } from "./bench_stats.ts";
 import { cpus } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -150,11 +150,15 @@ async function sherlock(
   }
 }
 
-/** One start: ms to the first byte, and the tree's RSS then, in KiB. */
+/**
+ * One start: ms to the first byte, the tree's RSS then in KiB, and the CPU
+ * time of the whole run (shim and server, to their exit) in ms.
+ */
 interface Sample {
   ms: number;
   rssKiB: number;
   processes: number;
+  cpuMs: number;
 }
 
 /** The RSS of `pid` in KiB (0 when it is gone). */
@@ -175,6 +179,7 @@ async function start(
   argv: string[],
   env: Record<string, string>,
 ): Promise<Sample> {
+  const cpuBefore = childrenCpuMs() ?? NaN;
   const began = performance.now();
   const child = new Deno.Command(argv[0], {
     args: argv.slice(1),
@@ -202,7 +207,16 @@ async function start(
       `${argv.slice(-3).join(" ")} failed (exit ${status.code}): ${stderr}`,
     );
   }
-  return { ms, rssKiB: rss, processes: tree.length };
+  return {
+    ms,
+    rssKiB: rss,
+    processes: tree.length,
+    cpuMs: (childrenCpuMs() ?? NaN) - cpuBefore,
+  };
+}
+
+function signed(value: number): string {
+  return `${value >= 0 ? "+" : "−"}${Math.abs(value).toFixed(1)}`;
 }
 
 async function main(): Promise<number> {
@@ -287,6 +301,10 @@ async function main(): Promise<number> {
       summarize(samples.get(name)!.map((sample) => sample.ms));
     const mib = (name: string) =>
       summarize(samples.get(name)!.map((sample) => sample.rssKiB / 1024));
+    const cpuMean = (name: string) => {
+      const list = samples.get(name)!;
+      return list.reduce((sum, sample) => sum + sample.cpuMs, 0) / list.length;
+    };
     const processes = (name: string) =>
       Math.max(...samples.get(name)!.map((sample) => sample.processes));
     const exec = { ms: ms("exec"), mib: mib("exec") };
@@ -303,15 +321,15 @@ async function main(): Promise<number> {
     ) =>
       `| ${label} | ${processes(name)} | ${figures.mib.median.toFixed(1)} | ${
         figures.ms.median.toFixed(1)
-      } | ${figures.ms.p90.toFixed(1)} |`;
+      } | ${figures.ms.p90.toFixed(1)} | ${cpuMean(name).toFixed(1)} |`;
     const out = [
       `Measured ${
         new Date().toISOString().slice(0, 10)
       } on ${cpus().length} × ${cpu}, ${Deno.build.os} ${Deno.build.arch}, ` +
       `Deno ${Deno.version.deno}; ${options.runs} rounds after ${options.warmup} warm-up.`,
       "",
-      "| one shimmed server | processes | RSS of its tree, median MiB | start to first byte, median ms | p90 ms |",
-      "| --- | ---: | ---: | ---: | ---: |",
+      "| one shimmed server | processes | RSS of its tree, median MiB | start to first byte, median ms | p90 ms | CPU per start, mean ms |",
+      "| --- | ---: | ---: | ---: | ---: | ---: |",
       row("the server started directly (floor)", "direct", direct),
       row("shim, exec (now)", "exec", exec),
       row(
@@ -332,7 +350,10 @@ async function main(): Promise<number> {
       } MiB)`,
       `- start to first byte, exec / spawn: ${
         (exec.ms.median / spawn.ms.median).toFixed(2)
-      } (${(spawn.ms.median - exec.ms.median).toFixed(1)} ms less)`,
+      } (exec − spawn: ${signed(exec.ms.median - spawn.ms.median)} ms)`,
+      `- CPU per start, exec / spawn: ${
+        (cpuMean("exec") / cpuMean("spawn")).toFixed(2)
+      } (exec − spawn: ${signed(cpuMean("exec") - cpuMean("spawn"))} ms)`,
       `- the shim's own start (exec − direct): ${
         (exec.ms.median - direct.ms.median).toFixed(1)
       } ms`,

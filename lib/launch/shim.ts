@@ -7,7 +7,7 @@
  * Where it can (Linux and macOS), the shim replaces itself with the server
  * (`execve`, lib/runtime/exec.ts): the server keeps the shim's pid, so its
  * parent is the agent, its exit status and a death by signal are its own,
- * and no sherlock process stays resident (about 40 MiB per server; see
+ * and no sherlock process stays resident (about 37 MiB per server; see
  * docs/BENCHMARKS.md, "The token shim"). Where exec is impossible (Windows,
  * no FFI, libc not found), or with `SHERLOCK_SHIM_SPAWN=1` in its
  * environment, it spawns the server instead and stays as its parent: stdio
@@ -116,7 +116,10 @@ function execServer(
   });
   exec.close();
   if (errno === Errno.ENOENT) {
-    throw new ExecutableNotFoundError(`${what} was not found on PATH`);
+    // The lookup found the file: what is missing is its #! interpreter.
+    throw new ExecutableNotFoundError(
+      `${what} cannot be started: the interpreter on its #! line was not found`,
+    );
   }
   throw new NotExecutableError(
     errno === Errno.EACCES

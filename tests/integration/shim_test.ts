@@ -546,6 +546,21 @@ Deno.test("shim failures: one line on stderr, nothing on stdout, the documented 
     /the server of service api .* is not executable/,
   );
 
+  // Found, but execve refuses it: an interpreter that does not exist (127),
+  // a file that is neither a script nor a binary (126).
+  const orphan = join(home.bin, "orphan-server");
+  Deno.writeTextFileSync(orphan, "#!/no/such/interpreter\n", { mode: 0o755 });
+  const noInterpreter = await runShim(home, shimArgs(home, "api", [orphan]));
+  assert.equal(noInterpreter.code, 127);
+  assertOneLine(noInterpreter, /interpreter on its #! line was not found$/);
+  const garbage = join(home.bin, "garbage-server");
+  Deno.writeFileSync(garbage, new Uint8Array([0x7f, 0x45, 0x4c, 0x46, 1, 2]), {
+    mode: 0o755,
+  });
+  const notABinary = await runShim(home, shimArgs(home, "api", [garbage]));
+  assert.equal(notABinary.code, 126);
+  assertOneLine(notABinary, /is not executable \(no #! line/);
+
   // Usage: 2.
   const usage = await runShim(home, ["shim", "--socket", home.socket, "api"]);
   assert.equal(usage.code, 2);
@@ -553,7 +568,16 @@ Deno.test("shim failures: one line on stderr, nothing on stdout, the documented 
 
   assert.equal(started(), false, "no server was started");
   for (
-    const result of [down, locked, unknown, missing, notExecutable, usage]
+    const result of [
+      down,
+      locked,
+      unknown,
+      missing,
+      notExecutable,
+      noInterpreter,
+      notABinary,
+      usage,
+    ]
   ) {
     assert.equal(result.stderr.includes(TOKEN), false);
   }

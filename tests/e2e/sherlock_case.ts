@@ -10,8 +10,9 @@
  *    (`initialize`, `notifications/initialized`, `tools/list`);
  * 2. the token it got (its SHA-256, recorded by the server) is the one the
  *    broker issued, delivered inline (it is in the rendered config) or by
- *    the shim (the config holds no token and the server's parent is
- *    `sherlock shim`), as configured or as the agent's format forces;
+ *    the shim (the config holds no token and the server was `sherlock shim`
+ *    before the shim exec'd it, or, where the shim spawns, is its child),
+ *    as configured or as the agent's format forces;
  * 3. no process of sherlock's tree or process group but the server itself
  *    has the token in its environment (the agent's included), and none has
  *    it in its command line — read from /proc while they run;
@@ -224,8 +225,12 @@ export async function runSherlockCase(
   const delivery = recipe.shimForced ? "shim" : options.delivery;
   const rendered = renderedText(watch, agent, seeded);
   assert.ok(rendered !== undefined, `never saw ${agent}'s rendered config`);
-  const serverParent = watch.sightings.get(start.ppid as number);
-  const viaShim = serverParent?.cmdlines.some(isShim) ?? false;
+  // The shim replaces itself with the server (exec), so the server's own
+  // pid was seen running `sherlock shim` when the watch looked during the
+  // shim's start; where the shim spawns instead, it is the server's parent.
+  const viaShim = [start.pid, start.ppid].some((pid) =>
+    watch.sightings.get(pid as number)?.cmdlines.some(isShim) ?? false
+  );
   if (delivery === "inline") {
     assert.ok(rendered.includes(token), "inline: no token in the config");
     assert.ok(!isShim(rendered), "inline: the config runs the shim");
@@ -233,7 +238,10 @@ export async function runSherlockCase(
   } else {
     assert.ok(!rendered.includes(token), "shim: the config holds the token");
     assert.ok(isShim(rendered), "shim: the config does not run the shim");
-    assert.ok(viaShim, "shim: the server's parent is not sherlock shim");
+    assert.ok(
+      viaShim,
+      "shim: the server neither was nor ran under sherlock shim",
+    );
   }
 
   // 3. No token in any environment but the server's, nor in any argv.

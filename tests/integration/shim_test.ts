@@ -2,8 +2,12 @@
  * The token shim (lib/cli/shim.ts) as a real process against a real broker:
  * the server gets the token in its environment and nowhere else, stdio
  * passes through byte for byte (stdout is the MCP channel), exit codes and
- * signals pass through, and failures are one line on stderr. Then whole
- * sessions whose fake agent starts the rendered shim entries: with
+ * signals pass through, and failures are one line on stderr. Each of these
+ * twice: where the shim execs its server (it becomes the server: same pid,
+ * the test as its parent, no Deno process left, a death by signal its
+ * own), and with the spawn fallback (`SHERLOCK_SHIM_SPAWN=1`, as on
+ * Windows: the shim stays as the server's parent). Then whole sessions
+ * whose fake agent starts the rendered shim entries: with
  * `[render] tokens = "shim"`, and for a token with `$` in it.
  */
 
@@ -18,6 +22,8 @@ import {
 } from "../helpers/broker_home.ts";
 import { registerSession } from "../../lib/broker/client.ts";
 import { isAlive } from "../helpers/daemon_processes.ts";
+import { descendantsInGroup } from "../../lib/runtime/processes.ts";
+import { SHIM_SPAWN_VARIABLE } from "../../lib/launch/shim.ts";
 import { filesContaining } from "../helpers/leaks.ts";
 import { tokenServiceToml } from "../helpers/profiles.ts";
 import { sh } from "../helpers/shell.ts";
@@ -42,6 +48,21 @@ interface ServerSaw {
   shimArgv: string[];
   /** The shim's environment. */
   shimEnv: string[];
+  /** Its pid. */
+  pid: number;
+  /** Its parent's pid. */
+  ppid: number;
+}
+
+/** How the shim starts its server: by exec where it can, or the fallback. */
+type ShimMode = "exec" | "spawn";
+
+const SHIM_MODES: readonly ShimMode[] = ["exec", "spawn"];
+
+/** Makes every later run of sherlock in `home` use `mode`. */
+function useMode(home: BrokerHome, mode: ShimMode): void {
+  if (mode === "spawn") home.env[SHIM_SPAWN_VARIABLE] = "1";
+  else delete home.env[SHIM_SPAWN_VARIABLE];
 }
 
 /**
@@ -63,6 +84,7 @@ function writeServer(
       `printf '%s' "$${CAPABILITY_ENV}" > ${sh(`${out}.capability`)}`,
       `cat /proc/$PPID/cmdline > ${sh(`${out}.shim-argv`)}`,
       `cat /proc/$PPID/environ > ${sh(`${out}.shim-env`)}`,
+      `echo $PPID > ${sh(`${out}.ppid`)}`,
       `echo $$ > ${sh(`${out}.pid`)}`,
       options.body ?? "exec cat",
     ].join("\n"),
@@ -79,14 +101,19 @@ function serverSaw(home: BrokerHome, name: string): ServerSaw {
     capability: Deno.readTextFileSync(`${out}.capability`),
     shimArgv: words(`${out}.shim-argv`),
     shimEnv: words(`${out}.shim-env`),
+    pid: Number(Deno.readTextFileSync(`${out}.pid`)),
+    ppid: Number(Deno.readTextFileSync(`${out}.ppid`)),
   };
 }
 
-/** A logged-in broker home with the service `api` whose helper prints `token`. */
-async function apiHome(token: string): Promise<BrokerHome> {
+/**
+ * A logged-in broker home with the service `api` whose helper prints
+ * `token` (after running the shell lines `before`).
+ */
+async function apiHome(token: string, before?: string): Promise<BrokerHome> {
   const home = await createBrokerHome();
   try {
-    const helper = home.tokenHelper("api", { token });
+    const helper = home.tokenHelper("api", { token, before });
     home.writeService(
       "api",
       tokenServiceToml({
@@ -122,6 +149,14 @@ async function shimSession(
   return { [CAPABILITY_ENV]: capability };
 }
 
+/**
+ * Registers a session (see {@linkcode shimSession}) and puts its capability
+ * into the home's environment, which every later run of sherlock gets.
+ */
+async function useSession(home: BrokerHome): Promise<void> {
+  Object.assign(home.env, await shimSession(home));
+}
+
 /** The shim's argv for service `service` running `server…`. */
 function shimArgs(
   home: BrokerHome,
@@ -148,6 +183,8 @@ function shimArgs(
 
 /** How a shim run ended. */
 interface ShimResult {
+  /** The shim's pid (the server's, after an exec). */
+  pid: number;
   code: number | null;
   signal: Deno.Signal | null;
   stdout: Uint8Array;
@@ -201,6 +238,7 @@ async function runShim(
     const stderr = new TextDecoder().decode(output.stderr);
     assertNoStackTrace(stderr);
     return {
+      pid: child.pid,
       code: output.signal ? null : output.code,
       signal: output.signal,
       stdout: output.stdout,
@@ -213,28 +251,67 @@ async function runShim(
 
 const TOKEN = "tok_9f86d081884c7d659a2feaa0c55ad015";
 
-Deno.test("shim: the server gets the token in its variable, and only there", async () => {
-  await using home = await apiHome(TOKEN);
-  const server = writeServer(home, "api-server");
-  const env = await shimSession(home);
-  const result = await runShim(home, shimArgs(home, "api", [server]), {
-    stdin: new TextEncoder().encode("ping\n"),
-    env,
+for (const mode of SHIM_MODES) {
+  Deno.test(`shim (${mode}): the server gets the token in its variable, and only there`, async () => {
+    // The helper runs while the shim waits for the token: it records the
+    // shim's argv and environment then, before any exec.
+    const scratch = Deno.makeTempDirSync({ prefix: "shim-pid-" });
+    const pidFile = join(scratch, "shim.pid");
+    const saved = join(scratch, "shim");
+    await using home = await apiHome(
+      TOKEN,
+      [
+        `while [ ! -s ${sh(pidFile)} ]; do sleep 0.01; done`,
+        `pid=$(cat ${sh(pidFile)})`,
+        `cat /proc/$pid/cmdline > ${sh(`${saved}.argv`)}`,
+        `cat /proc/$pid/environ > ${sh(`${saved}.env`)}`,
+      ].join("\n"),
+    );
+    useMode(home, mode);
+    await useSession(home);
+    try {
+      const server = writeServer(home, "api-server");
+      const child = spawnSherlock(home, shimArgs(home, "api", [server]));
+      Deno.writeTextFileSync(`${pidFile}.tmp`, `${child.pid}\n`);
+      Deno.renameSync(`${pidFile}.tmp`, pidFile);
+      const writer = child.stdin.getWriter();
+      await writer.write(new TextEncoder().encode("ping\n"));
+      await writer.close();
+      const output = await child.output();
+      const stderr = new TextDecoder().decode(output.stderr);
+      assert.equal(output.code, 0, stderr);
+      assert.equal(new TextDecoder().decode(output.stdout), "ping\n");
+      assert.equal(stderr, "");
+      const saw = serverSaw(home, "api-server");
+      assert.equal(saw.token, TOKEN);
+      // The session's capability is for the shim: the server does not get it.
+      assert.equal(saw.capability, "");
+      // The shim's own argv and environment never hold it.
+      const words = (file: string) =>
+        Deno.readTextFileSync(file).split("\0").filter((word) => word !== "");
+      const shim = { argv: words(`${saved}.argv`), env: words(`${saved}.env`) };
+      assert.ok(shim.argv.includes("shim"), shim.argv.join(" "));
+      assert.ok(shim.argv.every((word) => !word.includes(TOKEN)));
+      assert.ok(shim.env.length > 0);
+      assert.ok(shim.env.every((entry) => !entry.includes(TOKEN)));
+      assert.ok(!shim.env.some((entry) => entry.startsWith("API_TOKEN=")));
+      if (mode === "spawn") {
+        // The shim stays as the server's parent.
+        assert.equal(saw.ppid, child.pid);
+        assert.deepEqual(saw.shimArgv, shim.argv);
+      } else {
+        // The shim became the server: same pid, and its parent is the
+        // agent (this test), whose argv and environment hold no token.
+        assert.equal(saw.pid, child.pid);
+        assert.equal(saw.ppid, Deno.pid);
+        assert.ok(saw.shimArgv.every((word) => !word.includes(TOKEN)));
+        assert.ok(saw.shimEnv.every((entry) => !entry.includes(TOKEN)));
+      }
+    } finally {
+      Deno.removeSync(scratch, { recursive: true });
+    }
   });
-  assert.equal(result.code, 0, result.stderr);
-  assert.equal(new TextDecoder().decode(result.stdout), "ping\n");
-  assert.equal(result.stderr, "");
-  const saw = serverSaw(home, "api-server");
-  assert.equal(saw.token, TOKEN);
-  // The shim's own argv and environment never hold it.
-  assert.ok(saw.shimArgv.includes("shim"), saw.shimArgv.join(" "));
-  assert.ok(saw.shimArgv.every((word) => !word.includes(TOKEN)));
-  assert.ok(saw.shimEnv.length > 0);
-  assert.ok(saw.shimEnv.every((entry) => !entry.includes(TOKEN)));
-  assert.ok(!saw.shimEnv.some((entry) => entry.startsWith("API_TOKEN=")));
-  // The session's capability is for the shim: the server does not get it.
-  assert.equal(saw.capability, "");
-});
+}
 
 Deno.test("shim: --token-format writes the token into a template; $ patterns stay literal", async () => {
   const token = "a$$b$&c$1d$'e${HOME}f$`g";
@@ -263,89 +340,211 @@ Deno.test("shim: --token-format writes the token into a template; $ patterns sta
   assert.equal(serverSaw(home, "bare-server").token, token);
 });
 
-Deno.test("shim: stdin and stdout pass through byte for byte, in both directions", async () => {
-  await using home = await apiHome(TOKEN);
-  const server = writeServer(home, "echo-server");
-  // Every byte value, invalid UTF-8 included, and more than a pipe holds.
-  const input = new Uint8Array(1024 * 1024 + 7);
-  for (let index = 0; index < input.length; index++) {
-    input[index] = (index * 7 + (index >> 8)) & 0xff;
-  }
-  const result = await runShim(home, shimArgs(home, "api", [server]), {
-    stdin: input,
-    env: await shimSession(home),
-  });
-  assert.equal(result.code, 0, result.stderr);
-  assert.equal(result.stderr, "");
-  assert.equal(result.stdout.length, input.length);
-  assert.ok(
-    result.stdout.every((byte, index) => byte === input[index]),
-    "stdout differs from stdin",
-  );
-});
-
-Deno.test("shim: the server's arguments, stderr and exit code pass through", async () => {
-  await using home = await apiHome(TOKEN);
-  const server = writeServer(home, "exit-server", {
-    body: [
-      `printf '%s\\n' "$@"`,
-      "echo 'a line on stderr' >&2",
-      "exit 42",
-    ].join("\n"),
-  });
-  const env = await shimSession(home);
-  const result = await runShim(
-    home,
-    shimArgs(home, "api", [server, "--", "two words", "--token-env", ""]),
-    { env },
-  );
-  assert.equal(result.code, 42);
-  assert.equal(
-    new TextDecoder().decode(result.stdout),
-    "--\ntwo words\n--token-env\n\n",
-  );
-  assert.equal(result.stderr, "a line on stderr\n");
-
-  // A server killed by a signal: 128+N, as a shell reports it.
-  const killed = writeServer(home, "killed-server", { body: "kill -9 $$" });
-  const dead = await runShim(home, shimArgs(home, "api", [killed]), { env });
-  assert.equal(dead.code, 137);
-  assert.equal(dead.stdout.length, 0);
-});
-
-Deno.test("shim: SIGTERM to the shim reaches the server; the shim exits with its code", async () => {
-  await using home = await apiHome(TOKEN);
-  const marker = join(home.scratch, "term-server.got");
-  const server = writeServer(home, "term-server", {
-    body: [
-      `trap 'echo TERM > ${sh(marker)}; exit 143' TERM`,
-      "while :; do sleep 0.05; done",
-    ].join("\n"),
-  });
-  const child = spawnSherlock(
-    home,
-    shimArgs(home, "api", [server]),
-    await shimSession(home),
-  );
-  const guard = setTimeout(() => child.kill("SIGKILL"), HANG_GUARD_MS);
-  try {
-    const pidFile = join(home.scratch, "term-server.pid");
-    const pid = Number(
-      await waitUntil(() => {
-        const text = exists(pidFile) ? Deno.readTextFileSync(pidFile) : "";
-        return text.endsWith("\n") ? text.trim() : undefined;
-      }, "the server to start"),
+for (const mode of SHIM_MODES) {
+  Deno.test(`shim (${mode}): stdin and stdout pass through byte for byte, in both directions`, async () => {
+    await using home = await apiHome(TOKEN);
+    useMode(home, mode);
+    await useSession(home);
+    const server = writeServer(home, "echo-server");
+    // Every byte value, invalid UTF-8 included, and more than a pipe holds.
+    const input = new Uint8Array(1024 * 1024 + 7);
+    for (let index = 0; index < input.length; index++) {
+      input[index] = (index * 7 + (index >> 8)) & 0xff;
+    }
+    const result = await runShim(home, shimArgs(home, "api", [server]), {
+      stdin: input,
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stderr, "");
+    assert.equal(result.stdout.length, input.length);
+    assert.ok(
+      result.stdout.every((byte, index) => byte === input[index]),
+      "stdout differs from stdin",
     );
-    child.kill("SIGTERM");
-    const output = await child.output();
-    assert.equal(output.code, 143);
-    assert.equal(output.stdout.length, 0);
-    assert.equal(Deno.readTextFileSync(marker), "TERM\n");
-    await waitUntil(() => !isAlive(pid), "the server to be gone");
-  } finally {
-    clearTimeout(guard);
-  }
-});
+  });
+}
+
+for (const mode of SHIM_MODES) {
+  Deno.test(`shim (${mode}): the server's arguments, stderr and exit code pass through`, async () => {
+    await using home = await apiHome(TOKEN);
+    useMode(home, mode);
+    await useSession(home);
+    const server = writeServer(home, "exit-server", {
+      body: [
+        `printf '%s\\n' "$@"`,
+        "echo 'a line on stderr' >&2",
+        "exit 42",
+      ].join("\n"),
+    });
+    const result = await runShim(
+      home,
+      shimArgs(home, "api", [server, "--", "two words", "--token-env", ""]),
+    );
+    assert.equal(result.code, 42);
+    assert.equal(
+      new TextDecoder().decode(result.stdout),
+      "--\ntwo words\n--token-env\n\n",
+    );
+    assert.equal(result.stderr, "a line on stderr\n");
+
+    const killed = writeServer(home, "killed-server", { body: "kill -9 $$" });
+    const dead = await runShim(home, shimArgs(home, "api", [killed]));
+    if (mode === "spawn") {
+      // The shim reports it as 128+N, as a shell does.
+      assert.equal(dead.code, 137);
+    } else {
+      // The server's own death by SIGKILL, as its parent sees it.
+      assert.equal(dead.signal, "SIGKILL");
+    }
+    assert.equal(dead.stdout.length, 0);
+  });
+}
+
+for (const mode of SHIM_MODES) {
+  Deno.test(`shim (${mode}): SIGTERM to the shim reaches the server; the shim exits with its code`, async () => {
+    await using home = await apiHome(TOKEN);
+    useMode(home, mode);
+    await useSession(home);
+    const marker = join(home.scratch, "term-server.got");
+    const server = writeServer(home, "term-server", {
+      body: [
+        `trap 'echo TERM > ${sh(marker)}; exit 143' TERM`,
+        "while :; do sleep 0.05; done",
+      ].join("\n"),
+    });
+    const child = spawnSherlock(home, shimArgs(home, "api", [server]));
+    const guard = setTimeout(() => child.kill("SIGKILL"), HANG_GUARD_MS);
+    try {
+      const pidFile = join(home.scratch, "term-server.pid");
+      const pid = Number(
+        await waitUntil(() => {
+          const text = exists(pidFile) ? Deno.readTextFileSync(pidFile) : "";
+          return text.endsWith("\n") ? text.trim() : undefined;
+        }, "the server to start"),
+      );
+      child.kill("SIGTERM");
+      const output = await child.output();
+      assert.equal(output.code, 143);
+      assert.equal(output.stdout.length, 0);
+      assert.equal(Deno.readTextFileSync(marker), "TERM\n");
+      await waitUntil(() => !isAlive(pid), "the server to be gone");
+    } finally {
+      clearTimeout(guard);
+    }
+  });
+}
+
+/** The processes of the tree below `root` (included) that run `executable`. */
+function treeRunning(root: number, executable: string): number[] {
+  return [root, ...descendantsInGroup(root)].filter((pid) => {
+    try {
+      return Deno.realPathSync(`/proc/${pid}/exe`) === executable;
+    } catch {
+      return false; // gone
+    }
+  });
+}
+
+for (const mode of SHIM_MODES) {
+  Deno.test(
+    `shim (${mode}): ${
+      mode === "exec"
+        ? "the shim becomes the server: no Deno process stays, and a death by SIGTERM is the server's own"
+        : "the fallback stays as the server's parent and reports its death as 128+N"
+    }`,
+    async () => {
+      await using home = await apiHome(TOKEN);
+      useMode(home, mode);
+      await useSession(home);
+      const server = writeServer(home, "resident-srv", {
+        body: "while :; do sleep 0.05; done",
+      });
+      const child = spawnSherlock(home, shimArgs(home, "api", [server]));
+      const guard = setTimeout(() => child.kill("SIGKILL"), HANG_GUARD_MS);
+      try {
+        const pidFile = join(home.scratch, "resident-srv.pid");
+        const pid = Number(
+          await waitUntil(() => {
+            const text = exists(pidFile) ? Deno.readTextFileSync(pidFile) : "";
+            return text.endsWith("\n") ? text.trim() : undefined;
+          }, "the server to start"),
+        );
+        const deno = Deno.realPathSync(Deno.execPath());
+        const shell = Deno.realPathSync("/bin/sh");
+        const comm = Deno.readTextFileSync(`/proc/${child.pid}/comm`).trim();
+        if (mode === "exec") {
+          // What an operator sees in ps: the shim's pid runs the server.
+          assert.equal(pid, child.pid);
+          assert.equal(comm, "resident-srv");
+          assert.equal(Deno.realPathSync(`/proc/${child.pid}/exe`), shell);
+          assert.deepEqual(treeRunning(child.pid, deno), []);
+        } else {
+          assert.notEqual(pid, child.pid);
+          assert.equal(comm, "deno");
+          assert.deepEqual(treeRunning(child.pid, deno), [child.pid]);
+        }
+        child.kill("SIGTERM");
+        const output = await child.output();
+        if (mode === "exec") {
+          assert.equal(output.signal, "SIGTERM");
+        } else {
+          assert.equal(output.signal, null);
+          assert.equal(output.code, 143);
+        }
+        await waitUntil(() => !isAlive(pid), "the server to be gone");
+      } finally {
+        clearTimeout(guard);
+      }
+    },
+  );
+
+  Deno.test(`shim (${mode}): a token with $, quotes, backslashes and non-ASCII arrives exactly`, async () => {
+    const token = "a$b$$c${HOME}$1`id`'q'\"d\"\\e\\\\f;|&*?[x]{y}~#%=é😀";
+    await using home = await apiHome(token);
+    useMode(home, mode);
+    await useSession(home);
+    const server = writeServer(home, "odd-server", { body: "exit 0" });
+    const result = await runShim(home, shimArgs(home, "api", [server]));
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(serverSaw(home, "odd-server").token, token);
+  });
+
+  Deno.test(`shim (${mode}): the server starts with the signal state and stdio an agent gives it directly`, async () => {
+    await using home = await apiHome(TOKEN);
+    useMode(home, mode);
+    await useSession(home);
+    // What Deno changes in itself (SIGPIPE ignored, signals blocked in
+    // some threads, stdio flags) must not reach the server: it reports its
+    // ignored and blocked signals and its stdio's open flags (grep, exec'd
+    // by the shell so that nothing forks in between) as it sees them, once
+    // through the shim and once started by this test itself.
+    const report = writeServer(home, "report-server", {
+      body: "exec grep -H -E '^(SigBlk|SigIgn|flags)' /proc/self/status " +
+        "/proc/self/fdinfo/0 /proc/self/fdinfo/1 /proc/self/fdinfo/2",
+    });
+    const viaShim = await runShim(home, shimArgs(home, "api", [report]));
+    assert.equal(viaShim.code, 0, viaShim.stderr);
+    const direct = await new Deno.Command(report, {
+      env: { ...home.env, API_TOKEN: TOKEN },
+      clearEnv: true,
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn().output();
+    assert.equal(direct.code, 0);
+    // Signals 1-31 only: glibc's own 32 and 33 are its spawn's business
+    // (its posix_spawn ignores them in the child; an exec resets the
+    // handler glibc installed to the default).
+    const standard = (bytes: Uint8Array) =>
+      new TextDecoder().decode(bytes).replace(
+        /(Sig\w+:\s+)([0-9a-f]+)/g,
+        (_, label, mask) =>
+          `${label}${(BigInt(`0x${mask}`) & 0x7fffffffn).toString(16)}`,
+      );
+    assert.equal(standard(viaShim.stdout), standard(direct.stdout));
+    assert.match(standard(direct.stdout), /SigBlk:\s+0\n/);
+  });
+}
 
 /** Asserts one `sherlock: …` line on stderr and nothing on stdout. */
 function assertOneLine(result: ShimResult, pattern: RegExp): void {
@@ -399,6 +598,31 @@ Deno.test("shim failures: one line on stderr, nothing on stdout, the documented 
   assert.equal(missing.code, 127);
   assertOneLine(missing, /the server of service api .* was not found/);
 
+  // A server file without an execute bit: 126.
+  const plain = join(home.bin, "plain-server");
+  Deno.writeTextFileSync(plain, "#!/bin/sh\nexit 0\n", { mode: 0o644 });
+  const notExecutable = await runShim(home, shimArgs(home, "api", [plain]));
+  assert.equal(notExecutable.code, 126);
+  assertOneLine(
+    notExecutable,
+    /the server of service api .* is not executable/,
+  );
+
+  // Found, but execve refuses it: an interpreter that does not exist (127),
+  // a file that is neither a script nor a binary (126).
+  const orphan = join(home.bin, "orphan-server");
+  Deno.writeTextFileSync(orphan, "#!/no/such/interpreter\n", { mode: 0o755 });
+  const noInterpreter = await runShim(home, shimArgs(home, "api", [orphan]));
+  assert.equal(noInterpreter.code, 127);
+  assertOneLine(noInterpreter, /interpreter on its #! line was not found$/);
+  const garbage = join(home.bin, "garbage-server");
+  Deno.writeFileSync(garbage, new Uint8Array([0x7f, 0x45, 0x4c, 0x46, 1, 2]), {
+    mode: 0o755,
+  });
+  const notABinary = await runShim(home, shimArgs(home, "api", [garbage]));
+  assert.equal(notABinary.code, 126);
+  assertOneLine(notABinary, /is not executable \(no #! line/);
+
   // Usage: 2.
   const usage = await runShim(home, ["shim", "--socket", home.socket, "api"]);
   assert.equal(usage.code, 2);
@@ -425,7 +649,18 @@ Deno.test("shim failures: one line on stderr, nothing on stdout, the documented 
 
   assert.equal(started(), false, "no server was started");
   for (
-    const result of [down, locked, unknown, missing, usage, anonymous, forged]
+    const result of [
+      down,
+      locked,
+      unknown,
+      missing,
+      notExecutable,
+      noInterpreter,
+      notABinary,
+      usage,
+      anonymous,
+      forged,
+    ]
   ) {
     assert.equal(result.stderr.includes(TOKEN), false);
   }

@@ -601,7 +601,9 @@ Deno.test("shim failures: one line on stderr, nothing on stdout, the documented 
   // A server file without an execute bit: 126.
   const plain = join(home.bin, "plain-server");
   Deno.writeTextFileSync(plain, "#!/bin/sh\nexit 0\n", { mode: 0o644 });
-  const notExecutable = await runShim(home, shimArgs(home, "api", [plain]));
+  const notExecutable = await runShim(home, shimArgs(home, "api", [plain]), {
+    env,
+  });
   assert.equal(notExecutable.code, 126);
   assertOneLine(
     notExecutable,
@@ -612,14 +614,18 @@ Deno.test("shim failures: one line on stderr, nothing on stdout, the documented 
   // a file that is neither a script nor a binary (126).
   const orphan = join(home.bin, "orphan-server");
   Deno.writeTextFileSync(orphan, "#!/no/such/interpreter\n", { mode: 0o755 });
-  const noInterpreter = await runShim(home, shimArgs(home, "api", [orphan]));
+  const noInterpreter = await runShim(home, shimArgs(home, "api", [orphan]), {
+    env,
+  });
   assert.equal(noInterpreter.code, 127);
   assertOneLine(noInterpreter, /interpreter on its #! line was not found$/);
   const garbage = join(home.bin, "garbage-server");
   Deno.writeFileSync(garbage, new Uint8Array([0x7f, 0x45, 0x4c, 0x46, 1, 2]), {
     mode: 0o755,
   });
-  const notABinary = await runShim(home, shimArgs(home, "api", [garbage]));
+  const notABinary = await runShim(home, shimArgs(home, "api", [garbage]), {
+    env,
+  });
   assert.equal(notABinary.code, 126);
   assertOneLine(notABinary, /is not executable \(no #! line/);
 
@@ -685,7 +691,8 @@ Deno.test('session with [render] tokens = "shim": entries hold no token; the ser
       `command = ${JSON.stringify(server)}`,
     ),
   );
-  // A remote server cannot have a shim: its token still goes in its header.
+  // A remote server asked inline cannot have a shim: its token still goes
+  // in its header.
   const remote = home.tokenHelper("docs", { token: "tok_remote" });
   home.writeService(
     "docs",
@@ -693,6 +700,7 @@ Deno.test('session with [render] tokens = "shim": entries hold no token; the ser
       name: "docs",
       command: [remote.path],
       url: "https://docs.example.com/mcp",
+      delivery: "inline",
     }),
   );
   const { result, record } = await home.runAgent({ runServers: "hello\n" });

@@ -40,6 +40,10 @@ export interface RelayOptions {
   service: string;
   /** Extra headers for every request to the server (never the token). */
   headers?: Record<string, string>;
+  /** The header that carries the token; `Authorization` unless set. */
+  tokenHeader?: string;
+  /** How the token is written into it (holds `{token}`); `Bearer {token}`. */
+  tokenFormat?: string;
   /** Where the token comes from; called before requests, see TokenKeeper. */
   getToken: GetToken;
   /** The agent's messages: newline-delimited JSON (stdin). */
@@ -607,7 +611,8 @@ function withToken(
     headers: {
       ...options.headers,
       ...init.headers,
-      Authorization: `Bearer ${token}`,
+      [options.tokenHeader ?? "Authorization"]: (options.tokenFormat ??
+        "Bearer {token}").replaceAll("{token}", () => token),
     },
   };
 }

@@ -126,6 +126,12 @@ export interface TokenRequest {
   service: string;
   /** The capability of the session that asks ({@linkcode SessionGrant}). */
   capability: string;
+  /**
+   * The server refused the last token (a bridge after a 401): drop the one
+   * the broker keeps and fetch a new one. Concurrent forced refreshes of a
+   * service share one fetch.
+   */
+  forceRefresh?: boolean;
 }
 
 /** The answer to `POST /v1/token`. */

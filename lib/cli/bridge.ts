@@ -4,6 +4,7 @@
  *
  *     sherlock bridge --socket <path> --session <id> --agent <name>
  *                     --url <url> [--transport http|sse] [--header K=V]…
+ *                     [--token-header <name>] [--token-format <format>]
  *                     <service>
  *
  * and `lib/bridge/relay.ts` relays the agent's JSON-RPC messages to the
@@ -39,6 +40,10 @@ export interface BridgeOptions {
   transport: RemoteTransport;
   /** Extra headers for the server (never the token). */
   headers: Record<string, string>;
+  /** The header that carries the token (`Authorization` by default). */
+  tokenHeader: string;
+  /** How the token is written into it (`Bearer {token}` by default). */
+  tokenFormat: string;
   /** The service's name. */
   service: string;
 }
@@ -62,7 +67,10 @@ export async function bridgeCommand(args: readonly string[]): Promise<number> {
       transport: options.transport,
       service: options.service,
       headers: options.headers,
-      getToken: () => brokerToken({ ...options, capability }),
+      tokenHeader: options.tokenHeader,
+      tokenFormat: options.tokenFormat,
+      getToken: ({ forceRefresh }) =>
+        brokerToken({ ...options, capability, forceRefresh }),
       input: Deno.stdin.readable,
       write: (line) => stdout.write(encoder.encode(line)),
       warn: (line) => printWarning(`bridge ${options.service}: ${line}`),
@@ -76,12 +84,15 @@ export async function bridgeCommand(args: readonly string[]): Promise<number> {
 }
 
 /**
- * The service's token from the broker. `forceRefresh` is not passed on
- * yet: the broker serves helpers' tokens without an expiry fresh on every
- * request, and keeps the others until shortly before they expire.
+ * The service's token from the broker. With `forceRefresh` (the server
+ * refused the last one) the broker drops the token it keeps and fetches a
+ * new one.
  */
 export async function brokerToken(
-  options: Pick<BridgeOptions, "socket" | "service"> & { capability: string },
+  options: Pick<BridgeOptions, "socket" | "service"> & {
+    capability: string;
+    forceRefresh?: boolean;
+  },
 ): Promise<BridgeToken> {
   if (options.capability === "") {
     throw new NoPermissionError(
@@ -91,6 +102,7 @@ export async function brokerToken(
   const { token, expiresAt } = await fetchToken(options.socket, {
     service: options.service,
     capability: options.capability,
+    ...(options.forceRefresh ? { forceRefresh: true } : {}),
   });
   const expires = expiresAt === null ? NaN : Date.parse(expiresAt);
   return { token, expiresAt: Number.isNaN(expires) ? null : expires };
@@ -103,6 +115,8 @@ const VALUE_OPTIONS = [
   "--url",
   "--transport",
   "--header",
+  "--token-header",
+  "--token-format",
 ];
 
 /** Parses the bridge's argv. Throws {@linkcode UsageError}. */
@@ -150,6 +164,23 @@ export function parseBridgeArguments(args: readonly string[]): BridgeOptions {
   if (transport !== "http" && transport !== "sse") {
     throw new UsageError('bridge: --transport must be "http" or "sse"');
   }
+  const tokenHeader = options.get("--token-header") ?? "Authorization";
+  if (!HEADER_NAME.test(tokenHeader)) {
+    throw new UsageError("bridge: --token-header is not a header name");
+  }
+  if (
+    Object.keys(headers).some((name) =>
+      name.toLowerCase() === tokenHeader.toLowerCase()
+    )
+  ) {
+    throw new UsageError(
+      `bridge: --header cannot set ${tokenHeader}: the token comes from the broker`,
+    );
+  }
+  const tokenFormat = options.get("--token-format") ?? "Bearer {token}";
+  if (!tokenFormat.includes("{token}")) {
+    throw new UsageError("bridge: --token-format must contain {token}");
+  }
   return {
     socket: required("--socket"),
     session: required("--session"),
@@ -157,21 +188,20 @@ export function parseBridgeArguments(args: readonly string[]): BridgeOptions {
     url,
     transport,
     headers,
+    tokenHeader,
+    tokenFormat,
     service: positional[0],
   };
 }
 
-/** `K=V` as a header; the token's own header is refused (it is the broker's). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** `K=V` as a header (the token's own is refused by the caller). */
 function splitHeader(text: string): [string, string] {
   const at = text.indexOf("=");
   const name = at === -1 ? "" : text.slice(0, at).trim();
-  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
+  if (!HEADER_NAME.test(name)) {
     throw new UsageError("bridge: --header takes NAME=VALUE");
-  }
-  if (name.toLowerCase() === "authorization") {
-    throw new UsageError(
-      "bridge: --header cannot set Authorization: the token comes from the broker",
-    );
   }
   const value = text.slice(at + 1);
   // deno-lint-ignore no-control-regex -- a header value must not hold them

@@ -1,6 +1,7 @@
 /**
  * How each service's token reaches its server — not at all, inline in the
- * rendered config, through the token shim, or refused — decided once per
+ * rendered config, through the token shim, through `sherlock bridge` (a
+ * remote server), or refused — decided once per
  * session, before any token is fetched. Pure. The session fetches what the
  * plan names and the renderer (`servers.ts`) renders the plan as it is.
  *
@@ -24,6 +25,11 @@ export type ServiceDelivery =
   | { kind: "none" }
   | { kind: "inline"; deferrable: boolean }
   | { kind: "shim"; reason: string }
+  /**
+   * A remote server reached through `sherlock bridge`: the agent starts the
+   * bridge as a stdio server, and the bridge asks the broker for the token.
+   */
+  | { kind: "bridge" }
   | {
     kind: "refused";
     /** The one line the session is refused with (exit 78). */
@@ -61,6 +67,10 @@ export interface PlanDeliveryOptions {
 /**
  * Decides each service's delivery:
  * - a service without a token: `none`;
+ * - a remote server with a token: through the bridge, for every agent and
+ *   format (the entry is a stdio one that holds no token, only the session's
+ *   capability, and the agent speaks stdio to it, so an SSE server works
+ *   for Codex too), unless its `[token] delivery` is `"inline"`;
  * - a format that puts the config in argv (Codex), the merge delivery
  *   (Gemini) or a `config-file` path: every stdio token through the shim,
  *   since argv is readable by every local user, the operator's own file is
@@ -87,7 +97,12 @@ export function planDelivery(options: PlanDeliveryOptions): DeliveryPlan {
     const name = service.service.name;
     const { server, token } = service;
     const unsupported = unsupportedServer(options.format, server);
-    if (unsupported !== undefined) {
+    if (
+      token.source !== "none" && !("command" in server) &&
+      token.delivery !== "inline"
+    ) {
+      plan.set(name, { kind: "bridge" });
+    } else if (unsupported !== undefined) {
       plan.set(name, {
         kind: "refused",
         reason: `service ${name} ${unsupported}; agent ${agent} cannot use it`,
@@ -102,7 +117,7 @@ export function planDelivery(options: PlanDeliveryOptions): DeliveryPlan {
           kind: "refused",
           reason:
             `service ${name} is a remote server with a token, and agent ${agent} ` +
-            `would ${forcedBecause}; use a stdio server for it, or another agent`,
+            `would ${forcedBecause}; remove its [token] delivery = "inline" (the bridge carries it), or use another agent`,
           cause: "token",
         },
       );
@@ -147,7 +162,8 @@ export function refusal(plan: DeliveryPlan): string | undefined {
 /** The services of a plan that need a token, however it is delivered. */
 export function servicesNeedingTokens(plan: DeliveryPlan): string[] {
   return [...plan].filter(([, delivery]) =>
-    delivery.kind === "inline" || delivery.kind === "shim"
+    delivery.kind === "inline" || delivery.kind === "shim" ||
+    delivery.kind === "bridge"
   ).map(([name]) => name);
 }
 

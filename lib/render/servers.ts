@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Service, StdioServer } from "../services/loader.ts";
+import type { RemoteServer, Service, StdioServer } from "../services/loader.ts";
 import type { DeliveryPlan } from "./delivery.ts";
 
 /** A server the agent starts and talks to over stdin/stdout. */
@@ -73,7 +73,7 @@ export interface ServerEntriesOptions {
    * is rendered as {@linkcode REDACTED} (that is how `--dry-run` renders).
    */
   tokens: ReadonlyMap<string, string>;
-  /** Needed when any service goes through the shim. */
+  /** Needed when any service goes through the shim or the bridge. */
   shim?: ShimContext;
 }
 
@@ -99,6 +99,13 @@ export function serverEntries(
         throw new Error(`service ${name} cannot go through the shim`);
       }
       entries[name] = shimEntry(service, token.env, options.shim);
+      continue;
+    }
+    if (delivery.kind === "bridge") {
+      if ("command" in server) {
+        throw new Error(`service ${name} cannot go through the bridge`);
+      }
+      entries[name] = bridgeEntry(service, server, options.shim);
       continue;
     }
     const value = delivery.kind === "inline"
@@ -172,5 +179,56 @@ function shimEntry(
     env: shim.capability === undefined
       ? { ...server.env }
       : { ...server.env, [CAPABILITY_ENV]: shim.capability },
+  };
+}
+
+/** The header and format the bridge sends a token with unless told others. */
+const BRIDGE_TOKEN_HEADER = "Authorization";
+const BRIDGE_TOKEN_FORMAT = "Bearer {token}";
+
+/**
+ * `sherlock bridge` as a stdio entry: everything but the token in its argv,
+ * the capability in its env (as a shim entry). The server's own headers go
+ * as `--header` (they are no secret: the token's header is never among them).
+ */
+function bridgeEntry(
+  service: Service,
+  server: RemoteServer,
+  shim: ShimContext | undefined,
+): StdioEntry {
+  if (shim === undefined) {
+    throw new Error("a bridge entry needs the session's shim context");
+  }
+  const [command, ...selfArgs] = shim.command;
+  const { header, format } = service.token;
+  const tokenHeader = header ?? BRIDGE_TOKEN_HEADER;
+  const headers = Object.entries(server.headers)
+    .filter(([name]) => name.toLowerCase() !== tokenHeader.toLowerCase())
+    .flatMap(([name, value]) => ["--header", `${name}=${value}`]);
+  return {
+    kind: "stdio",
+    command,
+    args: [
+      ...selfArgs,
+      "bridge",
+      "--socket",
+      shim.socket,
+      "--session",
+      shim.session,
+      "--agent",
+      shim.agent,
+      "--url",
+      server.url,
+      ...(server.transport === "sse" ? ["--transport", "sse"] : []),
+      ...(tokenHeader.toLowerCase() === BRIDGE_TOKEN_HEADER.toLowerCase()
+        ? []
+        : ["--token-header", tokenHeader]),
+      ...(format === BRIDGE_TOKEN_FORMAT ? [] : ["--token-format", format]),
+      ...headers,
+      service.service.name,
+    ],
+    env: shim.capability === undefined
+      ? {}
+      : { [CAPABILITY_ENV]: shim.capability },
   };
 }

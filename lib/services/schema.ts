@@ -104,7 +104,7 @@ const tokenSchema = z.strictObject({
       MAX_TOKEN_TIMEOUT_SECONDS,
       `must be at most ${MAX_TOKEN_TIMEOUT_SECONDS} seconds (an hour)`,
     ).default(30),
-  delivery: z.enum(["inline", "shim"]).optional(),
+  delivery: z.enum(["inline", "shim", "bridge"]).optional(),
 });
 
 /** A service file as the schema normalizes it. */
@@ -155,7 +155,13 @@ export const serviceSchema = z.strictObject({
   if (!stdio && token.delivery === "shim") {
     issue(
       "delivery",
-      "a remote server cannot get its token through the shim (the agent connects to it itself); remove it",
+      'a remote server gets its token through the bridge, not the shim; use "bridge" (the default) or "inline"',
+    );
+  }
+  if (stdio && token.delivery === "bridge") {
+    issue(
+      "delivery",
+      'only applies to a remote server (url); use "inline" or "shim"',
     );
   }
 }).transform((service): NormalizedService => ({
@@ -197,8 +203,11 @@ export interface TokenSpec {
   ttl?: number;
   /** Seconds the helper may take. */
   timeout: number;
-  /** Overrides config.toml's `[render] tokens` for this service. */
-  delivery?: "inline" | "shim";
+  /**
+   * A stdio server's: overrides config.toml's `[render] tokens` (`inline`,
+   * `shim`). A remote server's: `bridge` (the default) or `inline`.
+   */
+  delivery?: "inline" | "shim" | "bridge";
 }
 
 interface NormalizedService {

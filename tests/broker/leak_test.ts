@@ -1,7 +1,7 @@
 /**
  * Where tokens may go: only into the rendered config, while the agent runs.
  * A whole session with a `command` service, a `secret` service and a remote
- * service whose token goes in a header; then every byte sherlock printed,
+ * service whose token goes in a header (inline); then every byte sherlock printed,
  * the argv and environment the agent got, the daemon's own argv and
  * environment, and every file left under HOME, the XDG folders, TMPDIR and
  * the runtime folder are searched for each token.
@@ -32,6 +32,7 @@ Deno.test("tokens reach the rendered config and nothing else", async () => {
       name: "remote",
       command: [remote.path],
       url: "https://mcp.example.com/mcp",
+      delivery: "inline",
       header: "Authorization",
     }),
   );
@@ -153,7 +154,11 @@ Deno.test("--dry-run shows redaction markers and fetches nothing", async () => {
   const cold = await home.sherlock(["run", "--dry-run", AGENT]);
   assert.equal(cold.code, 0, cold.stderr);
   assert.match(cold.stdout, /"GITHUB_TOKEN": "<redacted>"/);
-  assert.match(cold.stdout, /"X-Api-Key": "Bearer <redacted>"/);
+  // The remote service goes through the bridge: its entry holds no token,
+  // not even a redacted one.
+  assert.match(cold.stdout, /"bridge",\s*"--socket"/);
+  assert.match(cold.stdout, /"--token-header",\s*"X-Api-Key"/);
+  assert.equal(cold.stdout.match(/<redacted>/g)?.length, 1);
   assert.deepEqual(home.daemonPids(), []);
   assert.equal(helper.runs(), 0);
 
@@ -171,6 +176,6 @@ Deno.test("--dry-run shows redaction markers and fetches nothing", async () => {
   assert.equal(warm.code, 0);
   assert.equal(warm.stdout.includes(helper.token), false);
   assert.equal(warm.stdout.includes("value-of-remote"), false);
-  assert.equal(warm.stdout.match(/<redacted>/g)?.length, 2);
+  assert.equal(warm.stdout.match(/<redacted>/g)?.length, 1);
   assert.equal(helper.runs(), 1, "the dry run did not run the helper");
 });

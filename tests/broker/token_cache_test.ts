@@ -101,3 +101,26 @@ Deno.test("TokenCache: clear() during a fetch keeps nothing of it and starts ane
   assert.equal((await cache.get("k", fetch.fetch)).token, "new");
   assert.equal(fetch.calls, 2);
 });
+
+Deno.test("TokenCache: a forced refresh drops the kept token; concurrent ones share one fetch", async () => {
+  const cache = new TokenCache();
+  const fetch = deferredFetch();
+  const hour = () => Date.now() + 3_600_000;
+  const first = cache.get("k", fetch.fetch);
+  fetch.resolve({ token: "old", expiresAt: hour() });
+  assert.equal((await first).token, "old");
+  const forced = { forceRefresh: true };
+  const refreshes = [
+    cache.get("k", fetch.fetch, forced),
+    cache.get("k", fetch.fetch, forced),
+    cache.get("k", fetch.fetch),
+  ];
+  assert.equal(fetch.calls, 2, "one fetch for the burst");
+  fetch.resolve({ token: "new", expiresAt: hour() });
+  const served = await Promise.all(refreshes);
+  assert.deepEqual(served.map((token) => token.token), ["new", "new", "new"]);
+  assert.deepEqual(served.map((token) => token.cached), [false, true, true]);
+  const later = await cache.get("k", fetch.fetch);
+  assert.equal(later.token, "new", "the new token is kept");
+  assert.equal(fetch.calls, 2);
+});

@@ -177,6 +177,8 @@ export interface TokenServiceSpec {
   ttl?: number;
   /** `[token] timeout`. */
   timeout?: number;
+  /** `[token] delivery` (a remote server's default is the bridge). */
+  delivery?: "inline" | "shim" | "bridge";
 }
 
 /** The TOML of a service with a token. */
@@ -198,5 +200,8 @@ export function tokenServiceToml(spec: TokenServiceSpec): string {
   }
   if (spec.ttl !== undefined) lines.push(`ttl = ${spec.ttl}`);
   if (spec.timeout !== undefined) lines.push(`timeout = ${spec.timeout}`);
+  if (spec.delivery !== undefined) {
+    lines.push(`delivery = ${JSON.stringify(spec.delivery)}`);
+  }
   return lines.join("\n") + "\n";
 }

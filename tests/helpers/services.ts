@@ -1,7 +1,8 @@
 /**
  * Services as the schema normalizes them, for the rendering tests: a stdio
  * server with a helper token (`github`), a remote one with a header token
- * (`docs`), an SSE one (`events`) and a stdio one without a token (`plain`).
+ * inline (`docs`), a remote one with a token through the bridge (`linear`),
+ * an SSE one (`events`) and a stdio one without a token (`plain`).
  *
  * @module
  */
@@ -29,12 +30,26 @@ command = ["gh", "auth", "token"]
 env = "GITHUB_PERSONAL_ACCESS_TOKEN"
 `);
 
-/** A remote server whose stored secret goes into `Authorization`. */
+/** A remote server whose stored secret goes into `Authorization`, inline. */
 export const docs: Service = service(`
 [service]
 name = "docs"
 [server]
 url = "https://mcp.example.com/mcp"
+headers = { "X-Team" = "platform" }
+[token]
+source = "secret"
+header = "Authorization"
+delivery = "inline"
+`);
+
+/** A remote server with a token, through the bridge (the default). */
+export const linear: Service = service(`
+[service]
+name = "linear"
+[server]
+url = "https://mcp.linear.example/sse"
+transport = "sse"
 headers = { "X-Team" = "platform" }
 [token]
 source = "secret"

@@ -148,7 +148,7 @@ Deno.test("codex-overrides: -c <value> per service, tokens behind the shim, none
   assert.equal(result.stderr, "");
 });
 
-Deno.test("codex-overrides: a remote service with a token: exit 78, one line, nothing started", async () => {
+Deno.test("codex-overrides: a remote service with a token inline: exit 78, one line, nothing started", async () => {
   await using home = await createTestHome();
   addCodexLikeAgent(home);
   home.writeService(
@@ -157,6 +157,7 @@ Deno.test("codex-overrides: a remote service with a token: exit 78, one line, no
       name: "docs",
       source: "secret",
       url: "https://docs.example.com/mcp",
+      delivery: "inline",
     }),
   );
   using agent = new AgentRun(home.scratch);
@@ -166,7 +167,8 @@ Deno.test("codex-overrides: a remote service with a token: exit 78, one line, no
   assert.equal(result.code, 78);
   assert.deepEqual(lines(result.stderr), [
     `sherlock: service docs is a remote server with a token, and agent ${AGENT} would put it in argv, ` +
-    "which every local user can read; use a stdio server for it, or another agent",
+    'which every local user can read; remove its [token] delivery = "inline" (the bridge carries it), ' +
+    "or use another agent",
   ]);
   assert.equal(result.stdout, "");
   assert.equal(agent.hasStarted, false);

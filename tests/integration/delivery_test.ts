@@ -416,20 +416,21 @@ Deno.test("config-file: a service's secret goes through the shim, never into the
     [],
   );
 
-  // A remote service with a token cannot use the shim: refused, exit 78.
+  // A remote service with its token asked inline: refused, exit 78.
   home.writeService(
     "docs",
     tokenServiceToml({
       name: "docs",
       source: "secret",
       url: "https://docs.example.com/mcp",
+      delivery: "inline",
     }),
   );
   using refused = new AgentRun(home.scratch);
   const second = await home.sherlock(["fake"], { env: refused.env });
   assert.equal(second.code, 78);
   assert.deepEqual(lines(second.stderr), [
-    `sherlock: service docs is a remote server with a token, and agent fake would write it into ${path}, on disk outside sherlock's private runtime folder; use a stdio server for it, or another agent`,
+    `sherlock: service docs is a remote server with a token, and agent fake would write it into ${path}, on disk outside sherlock's private runtime folder; remove its [token] delivery = "inline" (the bridge carries it), or use another agent`,
   ]);
   assert.equal(refused.hasStarted, false);
   assert.equal(exists(path), false);

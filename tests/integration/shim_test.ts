@@ -691,7 +691,8 @@ Deno.test('session with [render] tokens = "shim": entries hold no token; the ser
       `command = ${JSON.stringify(server)}`,
     ),
   );
-  // A remote server cannot have a shim: its token still goes in its header.
+  // A remote server asked inline cannot have a shim: its token still goes
+  // in its header.
   const remote = home.tokenHelper("docs", { token: "tok_remote" });
   home.writeService(
     "docs",
@@ -699,6 +700,7 @@ Deno.test('session with [render] tokens = "shim": entries hold no token; the ser
       name: "docs",
       command: [remote.path],
       url: "https://docs.example.com/mcp",
+      delivery: "inline",
     }),
   );
   const { result, record } = await home.runAgent({ runServers: "hello\n" });

@@ -9,6 +9,9 @@ import { TokenKeeper } from "../../lib/bridge/tokens.ts";
 import { readEvents } from "../../lib/bridge/sse.ts";
 import { parseBridgeArguments } from "../../lib/cli/bridge.ts";
 import { UsageError } from "../../lib/errors.ts";
+import { planDelivery } from "../../lib/render/delivery.ts";
+import { serverEntries } from "../../lib/render/servers.ts";
+import { service } from "../helpers/services.ts";
 
 function counting(tokens: { token: string; expiresAt?: number | null }[]) {
   const calls: boolean[] = [];
@@ -144,9 +147,24 @@ Deno.test("parseBridgeArguments: options, headers, the transport", () => {
       url: "https://mcp.example.com/mcp",
       transport: "sse",
       headers: { "X-Tenant": "a=b" },
+      tokenHeader: "Authorization",
+      tokenFormat: "Bearer {token}",
       service: "github",
     },
   );
+  const custom = parseBridgeArguments([
+    ...BASE,
+    "--token-header",
+    "X-Api-Key",
+    "--token-format",
+    "key {token}",
+    "--header",
+    "Authorization=Basic public",
+    "github",
+  ]);
+  assert.equal(custom.tokenHeader, "X-Api-Key");
+  assert.equal(custom.tokenFormat, "key {token}");
+  assert.deepEqual(custom.headers, { Authorization: "Basic public" });
   assert.equal(parseBridgeArguments([...BASE, "github"]).transport, "http");
 });
 
@@ -157,6 +175,10 @@ Deno.test("parseBridgeArguments: usage errors", () => {
       [...BASE, "a", "b"],
       [...BASE, "--transport", "ws", "a"],
       [...BASE, "--header", "Authorization=Bearer x", "a"],
+      [...BASE, "--header", "authorization=Bearer x", "a"],
+      [...BASE, "--token-header", "X-Key", "--header", "x-key=1", "a"],
+      [...BASE, "--token-header", "Bad Name", "a"],
+      [...BASE, "--token-format", "Bearer", "a"],
       [...BASE, "--header", "novalue", "a"],
       [...BASE, "--bogus", "a"],
       [...BASE.slice(0, 6), "--url", "file:///etc/passwd", "a"],
@@ -165,4 +187,49 @@ Deno.test("parseBridgeArguments: usage errors", () => {
   ) {
     assert.throws(() => parseBridgeArguments(args), UsageError, args.join(" "));
   }
+});
+
+Deno.test("parseBridgeArguments: reads back the entry sherlock renders", () => {
+  const custom = service(`
+[service]
+name = "docs"
+[server]
+url = "https://docs.example.com/sse"
+transport = "sse"
+headers = { "X-Team" = "a=b" }
+[token]
+source = "secret"
+header = "X-Api-Key"
+format = "key {token}"
+`);
+  const entries = serverEntries([custom], {
+    delivery: planDelivery({
+      services: [custom],
+      format: "mcp-json",
+      configured: "inline",
+      agent: "claude",
+    }),
+    tokens: new Map(),
+    shim: {
+      command: ["/opt/sherlock"],
+      socket: "/run/s.sock",
+      session: "s1",
+      agent: "claude",
+    },
+  });
+  const entry = entries.docs;
+  assert.equal(entry.kind, "stdio");
+  if (entry.kind !== "stdio") return;
+  assert.equal(entry.args[0], "bridge");
+  assert.deepEqual(parseBridgeArguments(entry.args.slice(1)), {
+    socket: "/run/s.sock",
+    session: "s1",
+    agent: "claude",
+    url: "https://docs.example.com/sse",
+    transport: "sse",
+    headers: { "X-Team": "a=b" },
+    tokenHeader: "X-Api-Key",
+    tokenFormat: "key {token}",
+    service: "docs",
+  });
 });

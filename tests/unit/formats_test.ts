@@ -4,7 +4,7 @@
  * `-c` overrides read back with a TOML parser.
  */
 
-import { docs, events, github, plain } from "../helpers/services.ts";
+import { docs, events, github, linear, plain } from "../helpers/services.ts";
 import assert from "node:assert/strict";
 import { parse } from "smol-toml";
 import {
@@ -435,5 +435,77 @@ Deno.test("codex-overrides: names and keys that are not bare TOML keys are quote
     assert.deepEqual(readOverride(value), {
       [name]: codexTable(entries[name]),
     });
+  });
+});
+
+/** The argv of linear's bridge entry after sherlock's own command. */
+const LINEAR_BRIDGE_ARGS = [
+  "bridge",
+  "--socket",
+  "/run/user/1000/sherlock/broker.sock",
+  "--session",
+  "0123456789ab",
+  "--agent",
+  "fake",
+  "--url",
+  "https://mcp.linear.example/sse",
+  "--transport",
+  "sse",
+  "--header",
+  "X-Team=platform",
+  "linear",
+];
+
+/** linear through the bridge, as a session with capability `cap` renders it. */
+function bridgeEntries(format: McpFormat): Record<string, ServerEntry> {
+  return serverEntries([linear], {
+    tokens: new Map(),
+    delivery: planDelivery({
+      services: [linear],
+      format,
+      configured: "inline",
+      agent: "fake",
+    }),
+    shim: { ...SHIM, capability: "cap" },
+  });
+}
+
+Deno.test("bridge entry: a stdio server running sherlock bridge, in every file format", () => {
+  const stdio = {
+    command: "/opt/sherlock/bin/sherlock",
+    args: LINEAR_BRIDGE_ARGS,
+    env: { SHERLOCK_SESSION_CAPABILITY: "cap" },
+  };
+  assertDocument("mcp-json", bridgeEntries("mcp-json"), {
+    mcpServers: { linear: { type: "stdio", ...stdio } },
+  });
+  assertDocument("servers-map", bridgeEntries("servers-map"), {
+    linear: stdio,
+  });
+  assertDocument("gemini", bridgeEntries("gemini"), {
+    mcpServers: { linear: stdio },
+  });
+  assertDocument("opencode", bridgeEntries("opencode"), {
+    mcp: {
+      linear: {
+        type: "local",
+        command: [stdio.command, ...stdio.args],
+        environment: stdio.env,
+        enabled: true,
+      },
+    },
+  });
+});
+
+Deno.test("bridge entry: Codex gets an SSE server with a token through the bridge, read back exactly", () => {
+  const entries = bridgeEntries("codex-overrides");
+  const values = codexValues(entries);
+  assert.deepEqual(values, [
+    'mcp_servers.linear={command="/opt/sherlock/bin/sherlock",args=[' +
+    LINEAR_BRIDGE_ARGS.map((arg) => JSON.stringify(arg)).join(",") +
+    '],env={SHERLOCK_SESSION_CAPABILITY="cap"}}',
+  ]);
+  assert.deepEqual(readOverride(values[0]), {
+    linear: codexTable(entries.linear),
   });
 });

@@ -526,7 +526,8 @@ Deno.test("planSession: a service the agent cannot use is a config error before 
       error instanceof ConfigError &&
       error.message ===
         "service docs is a remote server with a token, and agent fake would put it in argv, " +
-          "which every local user can read; use a stdio server for it, or another agent",
+          "which every local user can read; " +
+          'remove its [token] delivery = "inline" (the bridge carries it), or use another agent',
   );
 });
 

@@ -182,7 +182,7 @@ Deno.test("built-in codex: -c overrides, two words each", () => {
   );
 });
 
-Deno.test("service schema: [token] delivery = shim needs a stdio server", () => {
+Deno.test("service schema: [token] delivery = shim needs a stdio server, bridge a remote one", () => {
   const remote = (delivery: string) =>
     `[service]\nname = "s"\n[server]\nurl = "https://x.example/mcp"\n` +
     `[token]\nsource = "secret"\nheader = "Authorization"\ndelivery = "${delivery}"\n`;
@@ -190,11 +190,18 @@ Deno.test("service schema: [token] delivery = shim needs a stdio server", () => 
   assert.ok(!shim.ok);
   assert.equal(
     formatProblem({ path: "s.toml", ...shim.problem }),
-    "s.toml:8: token.delivery: a remote server cannot get its token through the shim " +
-      "(the agent connects to it itself); remove it",
+    "s.toml:8: token.delivery: a remote server gets its token through the bridge, " +
+      'not the shim; use "bridge" (the default) or "inline"',
   );
   assert.ok(validateService(parse(remote("inline")), remote("inline")).ok);
-  const stdio =
-    `[service]\nname = "s"\n[server]\ncommand = "srv"\n[token]\nsource = "secret"\nenv = "T"\ndelivery = "shim"\n`;
-  assert.ok(validateService(parse(stdio), stdio).ok);
+  assert.ok(validateService(parse(remote("bridge")), remote("bridge")).ok);
+  const stdio = (delivery: string) =>
+    `[service]\nname = "s"\n[server]\ncommand = "srv"\n[token]\nsource = "secret"\nenv = "T"\ndelivery = "${delivery}"\n`;
+  assert.ok(validateService(parse(stdio("shim")), stdio("shim")).ok);
+  const bridge = validateService(parse(stdio("bridge")), stdio("bridge"));
+  assert.ok(!bridge.ok);
+  assert.equal(
+    formatProblem({ path: "s.toml", ...bridge.problem }),
+    's.toml:8: token.delivery: only applies to a remote server (url); use "inline" or "shim"',
+  );
 });

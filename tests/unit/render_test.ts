@@ -124,6 +124,7 @@ url = "https://x.example/mcp"
 source = "secret"
 header = "X-Auth"
 format = "token={token};again={token}"
+delivery = "inline"
 `);
   const entries = serverEntries([custom], new Map([["custom", "T"]]));
   assert.deepEqual(entries.custom, {

@@ -61,6 +61,11 @@ ${more}
 `);
 }
 
+/** A remote service whose token goes inline (`[token] delivery = "inline"`). */
+function inlineRemote(name: string): Service {
+  return remote(name, 'delivery = "inline"');
+}
+
 const free = service(`
 [service]
 name = "free"
@@ -207,7 +212,7 @@ Deno.test("shim entry: without the session's shim context it is a bug, not a sil
 });
 
 Deno.test("rendering: a service the plan refuses or does not name is a bug, never rendered", () => {
-  const services = [stdio("api"), remote("docs")];
+  const services = [stdio("api"), inlineRemote("docs")];
   const refused = plan(services, { format: "codex-overrides" });
   assert.throws(
     () =>
@@ -225,7 +230,7 @@ Deno.test("rendering: a service the plan refuses or does not name is a bug, neve
 });
 
 Deno.test("shim delivery: services without a token, and remote ones, are rendered as usual", () => {
-  const result = entries([free, remote("docs")], {
+  const result = entries([free, inlineRemote("docs")], {
     tokens: { docs: "tok" },
     configured: "shim",
   });
@@ -295,7 +300,7 @@ Deno.test("the $ rule: tokens without $ stay inline; other services are not affe
 });
 
 Deno.test("the $ rule: a remote token with $ stays in its header (no shim for remote servers)", () => {
-  const services = [remote("docs")];
+  const services = [inlineRemote("docs")];
   assert.deepEqual(inlineFetch(plan(services)).defer.services, []);
   const result = entries(services, { tokens: { docs: "a$b" } });
   assert.deepEqual(result.docs, {
@@ -345,7 +350,7 @@ Deno.test("planDelivery: a forced shim wins over everything", () => {
 
 Deno.test("planDelivery: a remote server cannot use the shim, so [render] tokens = shim leaves it inline", () => {
   assert.deepEqual(
-    plan([remote("docs")], { configured: "shim" }).get("docs"),
+    plan([inlineRemote("docs")], { configured: "shim" }).get("docs"),
     { kind: "inline", deferrable: false },
   );
 });
@@ -355,7 +360,7 @@ Deno.test("planDelivery: which services need a token, and which are fetched for 
     free,
     stdio("api"),
     stdio("gh", 'delivery = "shim"'),
-    remote("docs"),
+    inlineRemote("docs"),
   ];
   const inline = plan(services, { configured: "inline" });
   assert.deepEqual(servicesNeedingTokens(inline), ["api", "gh", "docs"]);
@@ -376,7 +381,7 @@ Deno.test("planDelivery: which services need a token, and which are fetched for 
 });
 
 Deno.test("planDelivery: [render] tokens = shim renders a remote service with its real token", () => {
-  const services = [stdio("api"), remote("docs")];
+  const services = [stdio("api"), inlineRemote("docs")];
   const delivery = plan(services, { configured: "shim" });
   // What the session fetches: the inline services' tokens.
   const tokens = new Map(
@@ -409,7 +414,7 @@ Deno.test("planDelivery: a forced shim fetches nothing inline, even against the 
 });
 
 Deno.test("planDelivery: a forced shim and a remote service with a token is a config error naming both", () => {
-  const services = [stdio("api"), remote("docs")];
+  const services = [stdio("api"), inlineRemote("docs")];
   const delivery = plan(services, {
     format: "codex-overrides",
     agent: "codex",
@@ -418,7 +423,8 @@ Deno.test("planDelivery: a forced shim and a remote service with a token is a co
   assert.equal(
     refusal(delivery),
     "service docs is a remote server with a token, and agent codex would put it in argv, " +
-      "which every local user can read; use a stdio server for it, or another agent",
+      "which every local user can read; " +
+      'remove its [token] delivery = "inline" (the bridge carries it), or use another agent',
   );
   const merge = plan(services, {
     format: "gemini",
@@ -428,7 +434,8 @@ Deno.test("planDelivery: a forced shim and a remote service with a token is a co
   assert.equal(
     refusal(merge),
     "service docs is a remote server with a token, and agent gemini would write it into " +
-      "/home/me/.gemini/settings.json, a file of yours; use a stdio server for it, or another agent",
+      "/home/me/.gemini/settings.json, a file of yours; " +
+      'remove its [token] delivery = "inline" (the bridge carries it), or use another agent',
   );
 });
 
@@ -443,7 +450,7 @@ source = "secret"
 env = "API_TOKEN"
 delivery = "inline"
 `);
-  const delivery = plan([inline, remote("docs")], {
+  const delivery = plan([inline, inlineRemote("docs")], {
     format: "mcp-json",
     agent: "fake",
     configFilePath: "/home/me/.fake/mcp.json",
@@ -457,7 +464,7 @@ delivery = "inline"
     refusal(delivery),
     "service docs is a remote server with a token, and agent fake would write it into " +
       "/home/me/.fake/mcp.json, on disk outside sherlock's private runtime folder; " +
-      "use a stdio server for it, or another agent",
+      'remove its [token] delivery = "inline" (the bridge carries it), or use another agent',
   );
 });
 
@@ -484,7 +491,7 @@ name = "sse"
 url = "https://sse.example.com/sse"
 transport = "sse"
 `);
-  const delivery = plan([remote("docs"), sse], {
+  const delivery = plan([inlineRemote("docs"), sse], {
     format: "codex-overrides",
     agent: "codex",
   });
@@ -495,4 +502,152 @@ transport = "sse"
       "agent codex cannot use it",
   );
   assert.equal(plan([sse]).get("sse")?.kind, "none");
+});
+
+/** The bridge entry sherlock renders for `remote(name)` with `SHIM`. */
+function bridgeEntry(
+  name: string,
+  more: string[] = [],
+  capability?: string,
+): ServerEntry {
+  return {
+    kind: "stdio",
+    command: "/usr/bin/deno",
+    args: [
+      "run",
+      "--allow-all",
+      "--quiet",
+      "/src/main.ts",
+      "bridge",
+      "--socket",
+      SHIM.socket,
+      "--session",
+      SHIM.session,
+      "--agent",
+      SHIM.agent,
+      "--url",
+      `https://${name}.example.com/mcp`,
+      ...more,
+      name,
+    ],
+    env: capability === undefined
+      ? {}
+      : { SHERLOCK_SESSION_CAPABILITY: capability },
+  };
+}
+
+Deno.test("planDelivery: a remote service with a token goes through the bridge, for every agent and format", () => {
+  const services = [remote("docs"), free];
+  for (
+    const options of [
+      {},
+      { format: "codex-overrides", agent: "codex" },
+      {
+        format: "gemini",
+        agent: "gemini",
+        mergePath: "/home/me/.gemini/settings.json",
+      },
+      {
+        format: "mcp-json",
+        agent: "fake",
+        configFilePath: "/home/me/.fake/mcp.json",
+      },
+      { configured: "shim" },
+    ] as Partial<PlanDeliveryOptions>[]
+  ) {
+    const delivery = plan(services, options);
+    assert.deepEqual(kinds(delivery), { docs: "bridge", free: "none" });
+    assert.equal(refusal(delivery), undefined);
+    assert.deepEqual(servicesNeedingTokens(delivery), ["docs"]);
+    // The bridge asks the broker itself: nothing is fetched to render.
+    assert.deepEqual(inlineFetch(delivery).services, []);
+  }
+  assert.equal(
+    plan([remote("docs", 'delivery = "bridge"')]).get("docs")?.kind,
+    "bridge",
+  );
+});
+
+Deno.test("planDelivery: an SSE server with a token works for Codex through the bridge; without one it is refused", () => {
+  const sse = service(`
+[service]
+name = "sse"
+[server]
+url = "https://sse.example.com/sse"
+transport = "sse"
+[token]
+source = "secret"
+header = "Authorization"
+`);
+  const delivery = plan([sse], { format: "codex-overrides", agent: "codex" });
+  assert.deepEqual(kinds(delivery), { sse: "bridge" });
+  const inline = service(`
+[service]
+name = "sse"
+[server]
+url = "https://sse.example.com/sse"
+transport = "sse"
+[token]
+source = "secret"
+header = "Authorization"
+delivery = "inline"
+`);
+  assert.match(
+    refusal(plan([inline], { format: "codex-overrides", agent: "codex" })) ??
+      "",
+    /Codex speaks only streamable HTTP/,
+  );
+});
+
+Deno.test("bridge entry: sherlock bridge with the url, no token anywhere, the capability in its env", () => {
+  const services = [remote("docs")];
+  const delivery = plan(services);
+  const dry = serverEntries(services, {
+    delivery,
+    tokens: new Map(),
+    shim: SHIM,
+  });
+  assert.deepEqual(dry.docs, bridgeEntry("docs"));
+  const rendered = serverEntries(services, {
+    delivery,
+    // A token the broker answered by mistake is still not rendered.
+    tokens: new Map([["docs", "docs-secret"]]),
+    shim: { ...SHIM, capability: "cap-123" },
+  });
+  assert.deepEqual(rendered.docs, bridgeEntry("docs", [], "cap-123"));
+  assert.ok(!JSON.stringify(rendered).includes("docs-secret"));
+  assert.ok(!JSON.stringify(rendered).includes(REDACTED));
+});
+
+Deno.test("bridge entry: the transport, the server's headers (never the token's), a custom token header and format", () => {
+  const custom = service(`
+[service]
+name = "docs"
+[server]
+url = "https://docs.example.com/mcp"
+transport = "sse"
+headers = { "X-Team" = "platform", "x-api-key" = "placeholder" }
+[token]
+source = "secret"
+header = "X-Api-Key"
+format = "key {token}"
+`);
+  const result = serverEntries([custom], {
+    delivery: plan([custom]),
+    tokens: new Map(),
+    shim: SHIM,
+  });
+  assert.deepEqual(
+    result.docs,
+    bridgeEntry("docs", [
+      "--transport",
+      "sse",
+      "--token-header",
+      "X-Api-Key",
+      "--token-format",
+      "key {token}",
+      "--header",
+      "X-Team=platform",
+    ]),
+  );
 });

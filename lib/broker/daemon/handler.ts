@@ -197,8 +197,17 @@ async function route(
     const body = await readJson<TokenRequest>(request);
     const service = requireName(body, "service");
     const capability = requireString(body, "capability");
+    const forceRefresh = body.forceRefresh;
+    if (forceRefresh !== undefined && typeof forceRefresh !== "boolean") {
+      throw new BrokerRequestError({
+        code: "bad_request",
+        message: "forceRefresh must be a boolean",
+      });
+    }
     const session = registeredSession(context, capability, [service]);
-    return ok(await context.tokens.token({ service, session }));
+    return ok(
+      await context.tokens.token({ service, session, forceRefresh }),
+    );
   }
   if (pathname === "/v1/tokens") {
     allow("POST");

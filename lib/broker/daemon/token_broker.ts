@@ -70,13 +70,15 @@ export class TokenBroker {
    * the session did not register. With `deferIfContains`, a token that
    * holds one of those strings is kept for the session's shim instead (see
    * `token_handoff.ts`): answered as deferred, and audited when the shim
-   * takes it.
+   * takes it. With `forceRefresh`, the cached token is dropped and fetched
+   * anew (once for concurrent forced requests).
    */
   async token(
     request: {
       service: string;
       session: RegisteredSession;
       deferIfContains?: readonly string[];
+      forceRefresh?: boolean;
     },
   ): Promise<TokenResponse | { deferred: true }> {
     const { session, agent } = request.session;
@@ -112,7 +114,9 @@ export class TokenBroker {
     };
     try {
       const served = this.#handoffs.take(handoff) ??
-        await this.#cache.get(key, () => this.#fetch(service));
+        await this.#cache.get(key, () => this.#fetch(service), {
+          forceRefresh: request.forceRefresh,
+        });
       // A logout or idle lock while the helper ran: no token for anyone.
       if (this.#options.login.store === undefined) throw notLoggedIn();
       this.#options.login.touch();

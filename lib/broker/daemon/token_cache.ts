@@ -35,10 +35,18 @@ export class TokenCache {
 
   /**
    * The token for `key`: from the cache while it is fresh, else from
-   * `fetch` — once, however many callers ask at the same time.
+   * `fetch` — once, however many callers ask at the same time. With
+   * `forceRefresh` the cached token is dropped first (its server refused
+   * it); a fetch already running is shared, since it began after the cached
+   * token went stale or was dropped.
    */
-  async get(key: string, fetch: () => Promise<Token>): Promise<ServedToken> {
+  async get(
+    key: string,
+    fetch: () => Promise<Token>,
+    options: { forceRefresh?: boolean } = {},
+  ): Promise<ServedToken> {
     const now = Date.now();
+    if (options.forceRefresh) this.#entries.delete(key);
     const entry = this.#entries.get(key);
     if (entry && isFresh(entry, now)) {
       return { ...publicPart(entry), cached: true };

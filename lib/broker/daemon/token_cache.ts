@@ -74,6 +74,19 @@ export class TokenCache {
     this.#generation++;
   }
 
+  /**
+   * Forgets the tokens whose key starts with `prefix` (a service's, after
+   * its OAuth grant changed); fetches under way are not kept either.
+   */
+  forget(prefix: string): void {
+    for (const key of [...this.#entries.keys()]) {
+      if (key.startsWith(prefix)) this.#entries.delete(key);
+    }
+    for (const key of [...this.#inFlight.keys()]) {
+      if (key.startsWith(prefix)) this.#inFlight.delete(key);
+    }
+  }
+
   /** How many tokens are cached. */
   get size(): number {
     return this.#entries.size;

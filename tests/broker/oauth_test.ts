@@ -1,0 +1,225 @@
+/**
+ * `[token] source = "oauth"` and `sherlock auth`, against the real OAuth
+ * fixture (oidc-provider on 127.0.0.1) and the remote MCP server fixture:
+ * authorize headlessly, serve tokens to a session across expiries, one
+ * refresh for a burst, a dead grant, and the spec's rules.
+ */
+
+import assert from "node:assert/strict";
+import {
+  type AuthServer,
+  type AuthServerOptions,
+  browserEnv,
+  startAuthServer,
+} from "../fixtures/oauth/mod.ts";
+import {
+  type RemoteMcpServer,
+  startRemoteMcpServer,
+} from "../fixtures/remote_mcp_server.ts";
+import {
+  AGENT,
+  type BrokerHome,
+  createBrokerHome,
+} from "../helpers/broker_home.ts";
+import { fetchToken, registerSession } from "../../lib/broker/client.ts";
+import { filesContaining } from "../helpers/leaks.ts";
+
+interface Setup extends AsyncDisposable {
+  as: AuthServer;
+  remote: RemoteMcpServer;
+  home: BrokerHome;
+}
+
+async function setup(
+  options: AuthServerOptions = {},
+  token: Record<string, unknown> = {},
+): Promise<Setup> {
+  const as = await startAuthServer({ accessTokenTtlSeconds: 2, ...options });
+  const late: { remote?: RemoteMcpServer } = {};
+  // The protected-resource metadata (RFC 9728), read at request time: the
+  // issuer changes with changeIssuer().
+  const prm = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () =>
+      Response.json({
+        resource: late.remote?.url,
+        authorization_servers: [as.issuer],
+        scopes_supported: ["mcp:tools"],
+      }),
+  );
+  const remote = await startRemoteMcpServer({
+    resourceMetadataUrl: `http://127.0.0.1:${prm.addr.port}/prm`,
+    verify: (bearer) =>
+      as.verifyAccessToken(bearer, { resource: late.remote!.url }).then(
+        () => true,
+        () => false,
+      ),
+  });
+  late.remote = remote;
+  const home = await createBrokerHome();
+  const extra = Object.entries(token).map(([key, value]) =>
+    `${key} = ${JSON.stringify(value)}`
+  ).join("\n");
+  home.writeService(
+    "remote",
+    `[service]\nname = "remote"\n[server]\nurl = "${remote.url}"\n[token]\nsource = "oauth"\n${extra}\n`,
+  );
+  await home.login();
+  return {
+    as,
+    remote,
+    home,
+    async [Symbol.asyncDispose]() {
+      await home[Symbol.asyncDispose]();
+      await remote[Symbol.asyncDispose]();
+      await prm.shutdown();
+      await as[Symbol.asyncDispose]();
+    },
+  };
+}
+
+async function authorize(home: BrokerHome) {
+  return await home.sherlock(["auth", "remote"], { env: browserEnv() });
+}
+
+async function session(home: BrokerHome): Promise<string> {
+  const { capability } = await registerSession({
+    socket: home.socket,
+    session: crypto.randomUUID().replaceAll("-", "").slice(0, 12),
+    agent: AGENT,
+    services: ["remote"],
+    pid: Deno.pid,
+  });
+  return capability;
+}
+
+async function callRemote(url: string, token: string): Promise<number> {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: {
+      Authorization: `Bearer ${token}`,
+      "Content-Type": "application/json",
+      Accept: "application/json, text/event-stream",
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-11-25",
+        capabilities: {},
+        clientInfo: { name: "test", version: "0" },
+      },
+    }),
+  });
+  await response.body?.cancel();
+  return response.status;
+}
+
+Deno.test("sherlock auth, tokens across expiries, one refresh per burst, a dead grant", async () => {
+  await using s = await setup();
+  const { as, remote, home } = s;
+  const auth = await authorize(home);
+  assert.equal(auth.code, 0, auth.stderr);
+  assert.match(auth.stdout, /^authorized remote at http:\/\/127\.0\.0\.1/);
+  assert.match(auth.stderr, /open: http:\/\/127\.0\.0\.1.*resource=/);
+  assert.equal(as.counts.registration, 1);
+
+  const status = await home.sherlock(["auth", "status", "--json"]);
+  assert.equal(status.code, 0, status.stderr);
+  const [entry] = JSON.parse(status.stdout).services;
+  assert.equal(entry.authorized, true);
+  assert.equal(entry.issuer, as.issuer);
+  assert.equal(entry.refreshToken, true);
+
+  const capability = await session(home);
+  const seen: string[] = [];
+  const get = async () => {
+    const { token } = await fetchToken(home.socket, {
+      service: "remote",
+      capability,
+    });
+    seen.push(token);
+    return token;
+  };
+  // A session that outlives several 2-second access tokens.
+  for (let i = 0; i < 3; i++) {
+    assert.equal(await callRemote(remote.url, await get()), 200);
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+  }
+  // Twenty requests after expiry: one refresh at the server.
+  const before = as.counts.refresh;
+  const burst = await Promise.all(Array.from({ length: 20 }, get));
+  assert.equal(as.counts.refresh - before, 1);
+  assert.equal(new Set(burst).size, 1);
+  assert.equal(await callRemote(remote.url, burst[0]), 200);
+
+  // A revoked grant: needs `sherlock auth`, then works again.
+  as.revokeAllGrants();
+  await new Promise((resolve) => setTimeout(resolve, 2100));
+  await assert.rejects(get, /needs authorization: run "sherlock auth remote"/);
+  const dead = await home.sherlock(["auth", "status", "--json"]);
+  assert.equal(JSON.parse(dead.stdout).services[0].authorized, false);
+  assert.equal((await authorize(home)).code, 0);
+  assert.equal(as.counts.registration, 1, "the registration is reused");
+  assert.equal(await callRemote(remote.url, await get()), 200);
+
+  // Revoke: forgotten; the next request needs authorization.
+  const revoke = await home.sherlock(["auth", "revoke", "remote"]);
+  assert.equal(revoke.code, 0, revoke.stderr);
+  assert.match(revoke.stdout, /revoked remote's grant at its server/);
+  await assert.rejects(get, /sherlock auth remote/);
+
+  // No token in any file, nor in what sherlock printed.
+  const outputs = [auth, status, dead, revoke].map((r) => r.stdout + r.stderr)
+    .join("\n");
+  for (const token of seen) assert.ok(!outputs.includes(token));
+  assert.deepEqual(filesContaining(home.root, seen), []);
+});
+
+Deno.test("auth refuses a server that does not advertise S256", async () => {
+  await using s = await setup({ advertiseS256: false });
+  const result = await authorize(s.home);
+  assert.equal(result.code, 78, result.stderr);
+  assert.match(result.stderr, /does not advertise PKCE S256/);
+});
+
+Deno.test("auth refuses a wrong iss (RFC 9207)", async () => {
+  await using s = await setup({ issParameter: "wrong" });
+  const result = await authorize(s.home);
+  assert.equal(result.code, 69, result.stderr);
+  assert.match(result.stderr, /RFC 9207\); refused/);
+  assert.equal(s.as.counts.authorization_code, 0, "no code was exchanged");
+});
+
+Deno.test("resource is sent: without it the server refuses", async () => {
+  await using s = await setup({}, { send_resource: false });
+  const result = await authorize(s.home);
+  assert.notEqual(result.code, 0);
+  assert.doesNotMatch(result.stderr, /open: .*resource=/);
+});
+
+Deno.test("a changed issuer gets a new registration; a down server a clear error", async () => {
+  await using s = await setup();
+  assert.equal((await authorize(s.home)).code, 0);
+  assert.equal(s.as.counts.registration, 1);
+  await s.as.changeIssuer();
+  s.as.resetCounts();
+  const again = await authorize(s.home);
+  assert.equal(again.code, 0, again.stderr);
+  assert.equal(s.as.counts.registration, 1, "registered at the new issuer");
+  assert.match(again.stdout, /issuer-/);
+
+  await s.as.down();
+  const down = await authorize(s.home);
+  assert.equal(down.code, 69, down.stderr);
+  assert.match(down.stderr, /cannot be reached/);
+  assert.equal(down.stderr.trim().split("\n").length, 1);
+  const status = await s.home.sherlock(["auth", "status"]);
+  assert.equal(status.code, 0, "the daemon keeps serving");
+  await s.as.up();
+  s.as.setFailure({ mode: "garbage" });
+  const garbage = await authorize(s.home);
+  assert.equal(garbage.code, 69, garbage.stderr);
+  assert.match(garbage.stderr, /not JSON|no authorization server metadata/);
+});

@@ -223,3 +223,124 @@ Deno.test("a changed issuer gets a new registration; a down server a clear error
   assert.equal(garbage.code, 69, garbage.stderr);
   assert.match(garbage.stderr, /not JSON|no authorization server metadata/);
 });
+
+Deno.test("an AS that is down, slow or answers garbage: clear errors, other services served", async () => {
+  await using s = await setup();
+  const { as, home } = s;
+  home.writeService(
+    "other",
+    `[service]\nname = "other"\n[server]\ncommand = "true"\n[token]\nsource = "secret"\nenv = "T"\n`,
+  );
+  const stored = await home.sherlock(["secret", "set", "other"], {
+    stdin: "other-secret\n",
+  });
+  assert.equal(stored.code, 0, stored.stderr);
+  assert.equal((await authorize(home)).code, 0);
+  const { capability } = await registerSession({
+    socket: home.socket,
+    session: "0123456789ab",
+    agent: AGENT,
+    services: ["remote", "other"],
+    pid: Deno.pid,
+  });
+  const get = (service: string) =>
+    fetchToken(home.socket, { service, capability });
+  const expire = () => new Promise((resolve) => setTimeout(resolve, 2100));
+
+  await expire();
+  as.setFailure({ mode: "garbage", endpoints: ["token"] });
+  await assert.rejects(() => get("remote"), /answered no bearer token/);
+  assert.equal((await get("other")).token, "other-secret");
+  as.setFailure(null);
+  assert.ok((await get("remote")).token);
+
+  await expire();
+  await as.down();
+  await assert.rejects(() => get("remote"), /cannot be reached/);
+  assert.equal((await get("other")).token, "other-secret");
+  await as.up();
+  assert.ok((await get("remote")).token);
+
+  // A refused refresh (invalid_grant): needs `sherlock auth`, the issuer kept.
+  await expire();
+  as.setFailure({ mode: "invalid_grant" });
+  await assert.rejects(
+    () => get("remote"),
+    (error: Error & { exitCode?: number }) =>
+      /needs authorization: run "sherlock auth remote"/.test(error.message) &&
+      error.exitCode === 77,
+  );
+  const status = JSON.parse(
+    (await home.sherlock(["auth", "status", "--json"])).stdout,
+  ).services[0];
+  assert.equal(status.authorized, false);
+  assert.equal(status.issuer, as.issuer);
+  as.setFailure(null);
+
+  // Slow: a request waits at most the timeout; the other service meanwhile.
+  assert.equal((await authorize(home)).code, 0);
+  await expire();
+  as.setFailure({ mode: "slow", delayMs: 20_000, endpoints: ["token"] });
+  const slow = get("remote").then(() => "served", (error) => error.message);
+  const started = Date.now();
+  assert.equal((await get("other")).token, "other-secret");
+  assert.ok(Date.now() - started < 2000, "the other service did not wait");
+  assert.match(await slow, /did not answer within 15 s/);
+  as.setFailure(null);
+});
+
+Deno.test("client registration: the service's client_id, a CIMD, else a clear error", async (t) => {
+  await t.step("client_id: no dynamic registration", async () => {
+    await using s = await setup({
+      clients: [{
+        client_id: "sherlock-test",
+        redirect_uris: ["http://127.0.0.1/callback"],
+        application_type: "native",
+        token_endpoint_auth_method: "none",
+        grant_types: ["authorization_code", "refresh_token"],
+      }],
+    }, { client_id: "sherlock-test" });
+    const result = await authorize(s.home);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(s.as.counts.registration, 0);
+    assert.match(result.stderr, /client_id=sherlock-test/);
+  });
+  await t.step("no registration, no client_id: a clear error", async () => {
+    await using s = await setup({ registration: false });
+    const result = await authorize(s.home);
+    assert.equal(result.code, 78, result.stderr);
+    assert.match(result.stderr, /set \[token\] client_id/);
+  });
+  await t.step(
+    "a client metadata document when the server takes them",
+    async () => {
+      const document = Deno.serve(
+        { hostname: "127.0.0.1", port: 0, onListen() {} },
+        (request) =>
+          Response.json({
+            client_id: `https://127.0.0.1:${
+              new URL(request.url).port
+            }/client.json`,
+            client_name: "sherlock",
+            application_type: "native",
+            redirect_uris: ["http://127.0.0.1/callback"],
+            grant_types: ["authorization_code", "refresh_token"],
+            response_types: ["code"],
+            token_endpoint_auth_method: "none",
+          }),
+      );
+      try {
+        const url = `https://127.0.0.1:${document.addr.port}/client.json`;
+        await using s = await setup({ clientIdMetadataDocuments: true }, {
+          client_metadata_url: url,
+        });
+        const result = await authorize(s.home);
+        assert.equal(result.code, 0, result.stderr);
+        assert.equal(s.as.counts.registration, 0);
+        assert.ok(result.stderr.includes(encodeURIComponent(url)));
+      } finally {
+        await document.shutdown();
+      }
+    },
+  );
+});

@@ -130,6 +130,12 @@ export interface TokenRequest {
   service: string;
   /** The capability of the session that asks ({@linkcode SessionGrant}). */
   capability: string;
+  /**
+   * The hex SHA-256 of a token the server refused (a bridge's 401): the
+   * broker serves a newer one — one refresh for everyone who refused the
+   * same token — rather than that one again.
+   */
+  refused?: string;
 }
 
 /** The answer to `POST /v1/token`. */

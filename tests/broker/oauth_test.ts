@@ -14,6 +14,7 @@ import {
 } from "../fixtures/oauth/mod.ts";
 import {
   type RemoteMcpServer,
+  sha256,
   startRemoteMcpServer,
 } from "../fixtures/remote_mcp_server.ts";
 import {
@@ -343,4 +344,34 @@ Deno.test("client registration: the service's client_id, a CIMD, else a clear er
       }
     },
   );
+});
+
+Deno.test("a refused token (a bridge's 401): one refresh for all who refused it", async () => {
+  await using s = await setup({ accessTokenTtlSeconds: 60 });
+  const { as, home } = s;
+  assert.equal((await authorize(home)).code, 0);
+  const capability = await session(home);
+  const first = await fetchToken(home.socket, {
+    service: "remote",
+    capability,
+  });
+  const refused = sha256(first.token);
+  const before = as.counts.refresh;
+  const burst = await Promise.all(
+    Array.from(
+      { length: 20 },
+      () => fetchToken(home.socket, { service: "remote", capability, refused }),
+    ),
+  );
+  assert.equal(as.counts.refresh - before, 1);
+  assert.equal(new Set(burst.map((answer) => answer.token)).size, 1);
+  assert.notEqual(burst[0].token, first.token);
+  // A late refusal of the old token: the new one, no refresh.
+  const late = await fetchToken(home.socket, {
+    service: "remote",
+    capability,
+    refused,
+  });
+  assert.equal(late.token, burst[0].token);
+  assert.equal(as.counts.refresh - before, 1);
 });

@@ -204,8 +204,15 @@ async function route(
     const body = await readJson<TokenRequest>(request);
     const service = requireName(body, "service");
     const capability = requireString(body, "capability");
+    const refused = body.refused;
+    if (
+      refused !== undefined &&
+      (typeof refused !== "string" || !/^[0-9a-f]{64}$/.test(refused))
+    ) {
+      throw badRequest(`"refused" must be a token's hex SHA-256`);
+    }
     const session = registeredSession(context, capability, [service]);
-    return ok(await context.tokens.token({ service, session }));
+    return ok(await context.tokens.token({ service, session, refused }));
   }
   if (pathname === "/v1/tokens") {
     allow("POST");

@@ -88,6 +88,8 @@ export class TokenBroker {
       service: string;
       session: RegisteredSession;
       deferIfContains?: readonly string[];
+      /** The hex SHA-256 of a token the server refused: not served again. */
+      refused?: string;
     },
   ): Promise<TokenResponse | { deferred: true }> {
     const { session, agent } = request.session;
@@ -121,6 +123,12 @@ export class TokenBroker {
       service: request.service,
       tokenKey: key,
     };
+    if (request.refused !== undefined) {
+      const refused = request.refused;
+      const matches = (value: string) => sha256Hex(value) === refused;
+      this.#cache.forgetIf(key, matches);
+      this.oauth.forgetIf(request.service, matches);
+    }
     try {
       const served = this.#handoffs.take(handoff) ??
         await this.#cache.get(key, () => this.#fetch(service));

@@ -74,6 +74,12 @@ export class TokenCache {
     this.#generation++;
   }
 
+  /** Forgets the token of `key` when `refused` says so of it. */
+  forgetIf(key: string, refused: (token: string) => boolean): void {
+    const entry = this.#entries.get(key);
+    if (entry && refused(entry.token)) this.#entries.delete(key);
+  }
+
   /**
    * Forgets the tokens whose key starts with `prefix` (a service's, after
    * its OAuth grant changed); fetches under way are not kept either.

@@ -80,6 +80,12 @@ export class OAuthClient {
     this.#refreshing.clear();
   }
 
+  /** Forgets `service`'s access token when `refused` says so of it. */
+  forgetIf(service: string, refused: (token: string) => boolean): void {
+    const held = this.#tokens.get(service);
+    if (held && refused(held.token)) this.#tokens.delete(service);
+  }
+
   /**
    * A fresh access token for `service`: the one in memory, else one
    * refresh — a single one for all callers at once. Throws

@@ -176,6 +176,18 @@ Deno.test("sherlock auth, tokens across expiries, one refresh per burst, a dead 
     .join("\n");
   for (const token of seen) assert.ok(!outputs.includes(token));
   assert.deepEqual(filesContaining(home.root, seen), []);
+  // The registration (and grants) are in the store, encrypted.
+  assert.deepEqual(
+    filesContaining(home.root, ["oauth.client", "clientId"]),
+    [],
+  );
+  // …nor in the daemon's argv or environment.
+  for (const pid of home.daemonPids()) {
+    for (const file of ["cmdline", "environ"]) {
+      const text = Deno.readTextFileSync(`/proc/${pid}/${file}`);
+      for (const token of seen) assert.ok(!text.includes(token), file);
+    }
+  }
 });
 
 Deno.test("auth refuses a server that does not advertise S256", async () => {

@@ -121,7 +121,10 @@ export class OAuthClient {
     if (grant.resource !== null) form.resource = grant.resource;
     const answer = await requestJson(grant.tokenEndpoint, { form });
     const json = answer.json as Record<string, unknown> | undefined;
-    if (answer.status === 400 && json?.error === "invalid_grant") {
+    if (
+      answer.status === 400 && json?.error === "invalid_grant" &&
+      readGrant(store, name)?.refreshToken === grant.refreshToken
+    ) {
       // The grant is dead (revoked, expired, a reused refresh token); keep
       // the rest (issuer, client) for `sherlock auth`.
       await writeGrant(store, name, {
@@ -133,6 +136,10 @@ export class OAuthClient {
       throw needsAuthorization(name);
     }
     const tokens = tokenAnswer(answer, grant.tokenEndpoint);
+    // `sherlock auth` or a revoke replaced the grant meanwhile: keep theirs.
+    if (readGrant(store, name)?.refreshToken !== grant.refreshToken) {
+      return { token: tokens.accessToken };
+    }
     // Rotation: the new refresh token is on disk before the access token
     // is handed out, so a crash cannot leave only the spent one.
     await writeGrant(store, name, {

@@ -387,3 +387,55 @@ Deno.test("a refused token (a bridge's 401): one refresh for all who refused it"
   assert.equal(late.token, burst[0].token);
   assert.equal(as.counts.refresh - before, 1);
 });
+
+Deno.test("discovery without resource_metadata: the well-known URI, path inserted, then the root", async (t) => {
+  for (const where of ["inserted", "root"] as const) {
+    await t.step(where, async () => {
+      await using as = await startAuthServer({});
+      const paths: string[] = [];
+      const server: Deno.HttpServer<Deno.NetAddr> = Deno.serve(
+        { hostname: "127.0.0.1", port: 0, onListen() {} },
+        (request): Response => {
+          const { pathname } = new URL(request.url);
+          paths.push(pathname);
+          const prm = where === "inserted"
+            ? "/.well-known/oauth-protected-resource/mcp"
+            : "/.well-known/oauth-protected-resource";
+          if (pathname === prm) {
+            return Response.json({
+              resource: `http://127.0.0.1:${server.addr.port}/mcp`,
+              authorization_servers: [as.issuer],
+              scopes_supported: ["mcp:tools"],
+            });
+          }
+          // A 401 that names no metadata.
+          return new Response("", {
+            status: pathname === "/mcp" ? 401 : 404,
+            headers: { "WWW-Authenticate": "Bearer" },
+          });
+        },
+      );
+      await using home = await createBrokerHome();
+      try {
+        home.writeService(
+          "remote",
+          `[service]\nname = "remote"\n[server]\nurl = "http://127.0.0.1:${server.addr.port}/mcp"\n[token]\nsource = "oauth"\n`,
+        );
+        await home.login();
+        const result = await authorize(home);
+        assert.equal(result.code, 0, result.stderr);
+        assert.deepEqual(
+          paths.filter((path) => path.startsWith("/.well-known/")),
+          where === "inserted"
+            ? ["/.well-known/oauth-protected-resource/mcp"]
+            : [
+              "/.well-known/oauth-protected-resource/mcp",
+              "/.well-known/oauth-protected-resource",
+            ],
+        );
+      } finally {
+        await server.shutdown();
+      }
+    });
+  }
+});

@@ -66,6 +66,9 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeMeaning>> = {
   invalid_service: { status: 422, exitCode: ExitCode.Config },
   no_secret: { status: 404, exitCode: ExitCode.NoPermission },
   helper_failed: { status: 502, exitCode: ExitCode.Unavailable },
+  needs_authorization: { status: 401, exitCode: ExitCode.NoPermission },
+  oauth_failed: { status: 502, exitCode: ExitCode.Unavailable },
+  oauth_unsupported: { status: 422, exitCode: ExitCode.Config },
   internal: { status: 500, exitCode: ExitCode.Software },
 };
 

@@ -17,10 +17,10 @@ export interface BridgeToken {
 
 /**
  * Where the bridge's tokens come from. `forceRefresh` asks for a new token
- * rather than a cached one: the server refused the last one.
+ * rather than a cached one: the server refused the last one, `refused`.
  */
 export type GetToken = (
-  options: { forceRefresh: boolean },
+  options: { forceRefresh: boolean; refused?: string },
 ) => Promise<BridgeToken>;
 
 /** The most a token is renewed ahead of its expiry. */
@@ -62,7 +62,7 @@ export class TokenKeeper {
       const forced = this.#inFlight as Promise<string> | undefined;
       if (forced) return await forced;
     }
-    const fetching = this.#fetch(refused !== undefined);
+    const fetching = this.#fetch(refused);
     this.#inFlight = fetching;
     try {
       return await fetching;
@@ -71,10 +71,14 @@ export class TokenKeeper {
     }
   }
 
-  async #fetch(forceRefresh: boolean): Promise<string> {
+  async #fetch(refused: string | undefined): Promise<string> {
     this.#current = undefined;
     const fetchedAt = this.#now();
-    const { token, expiresAt } = await this.#getToken({ forceRefresh });
+    const { token, expiresAt } = await this.#getToken(
+      refused === undefined
+        ? { forceRefresh: false }
+        : { forceRefresh: true, refused },
+    );
     if (typeof expiresAt === "number") {
       const margin = Math.min(MAX_MARGIN_MS, (expiresAt - fetchedAt) / 2);
       this.#current = { token, freshUntil: expiresAt - margin };

@@ -21,6 +21,9 @@ export interface AuditEntry {
     | "session_start"
     | "secret_set"
     | "secret_rm"
+    | "oauth_start"
+    | "oauth_authorized"
+    | "oauth_revoked"
     | "shutdown";
   /**
    * The agent of the session, for token and session events: the one the

@@ -38,6 +38,10 @@ import type {
   Health,
   LoginAnswer,
   LoginRequest,
+  OAuthRevoked,
+  OAuthServiceStatus,
+  OAuthStarted,
+  OAuthStatusList,
   SecretList,
   SecretRemoved,
   SessionEnded,
@@ -558,6 +562,89 @@ export async function fetchTokens(
     }
   }
   return { tokens, deferred };
+}
+
+/**
+ * How long `POST /v1/oauth/finish` may take: the daemon waits up to five
+ * minutes for the browser, then exchanges the code.
+ */
+const AUTHORIZATION_TIMEOUT_MS = 360_000;
+
+const isStringList = (value: unknown): boolean =>
+  Array.isArray(value) && value.every((item) => typeof item === "string");
+const isOAuthStatus = (value: unknown): boolean =>
+  isObject(value) && typeof value.service === "string" &&
+  typeof value.authorized === "boolean" &&
+  (value.issuer === null || typeof value.issuer === "string") &&
+  isStringList(value.scopes) &&
+  (value.accessTokenExpiresAt === null ||
+    typeof value.accessTokenExpiresAt === "string") &&
+  typeof value.refreshToken === "boolean";
+
+/**
+ * `POST /v1/oauth/start`: the daemon discovers `service`'s authorization
+ * server, registers if needed, listens on loopback; the authorization URL
+ * comes back.
+ */
+export function startAuthorization(
+  socket: string,
+  service: string,
+): Promise<OAuthStarted> {
+  return callBroker<OAuthStarted>({
+    socket,
+    method: "POST",
+    path: "/v1/oauth/start",
+    body: { service },
+    timeoutMs: TOKEN_TIMEOUT_MS,
+    isAnswer: (body) =>
+      isObject(body) && typeof body.flow === "string" &&
+      typeof body.url === "string",
+  });
+}
+
+/** `POST /v1/oauth/finish`: waits for the redirect; the grant's status. */
+export function finishAuthorization(
+  socket: string,
+  flow: string,
+): Promise<OAuthServiceStatus> {
+  return callBroker<OAuthServiceStatus>({
+    socket,
+    method: "POST",
+    path: "/v1/oauth/finish",
+    body: { flow },
+    timeoutMs: AUTHORIZATION_TIMEOUT_MS,
+    isAnswer: isOAuthStatus,
+  });
+}
+
+/** `GET /v1/oauth/status`: every OAuth service's grant, never a value. */
+export function authorizationStatus(socket: string): Promise<OAuthStatusList> {
+  return callBroker<OAuthStatusList>({
+    socket,
+    method: "GET",
+    path: "/v1/oauth/status",
+    timeoutMs: QUICK_TIMEOUT_MS,
+    isAnswer: (body) =>
+      isObject(body) && Array.isArray(body.services) &&
+      body.services.every(isOAuthStatus),
+  });
+}
+
+/** `POST /v1/oauth/revoke`: revokes at the server, forgets the grant. */
+export function revokeAuthorization(
+  socket: string,
+  service: string,
+): Promise<OAuthRevoked> {
+  return callBroker<OAuthRevoked>({
+    socket,
+    method: "POST",
+    path: "/v1/oauth/revoke",
+    body: { service },
+    timeoutMs: TOKEN_TIMEOUT_MS,
+    isAnswer: (body) =>
+      isObject(body) && typeof body.forgotten === "boolean" &&
+      typeof body.revokedAtServer === "boolean",
+  });
 }
 
 /** Maps a daemon's error answer to the sherlock error with the right exit code. */

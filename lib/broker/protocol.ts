@@ -17,6 +17,10 @@
  * | PUT  /v1/secrets/<name>  | {@linkcode SecretValue}      | {}                |
  * | DELETE /v1/secrets/<name>|                              | {@linkcode SecretRemoved} |
  * | POST /v1/shutdown        |                              | {}                |
+ * | POST /v1/oauth/start     | {@linkcode OAuthStartRequest} | {@linkcode OAuthStarted} |
+ * | POST /v1/oauth/finish    | {@linkcode OAuthFinishRequest} | {@linkcode OAuthServiceStatus} |
+ * | GET  /v1/oauth/status    |                              | {@linkcode OAuthStatusList} |
+ * | POST /v1/oauth/revoke    | {@linkcode OAuthRevokeRequest} | {@linkcode OAuthRevoked} |
  *
  * Every failure is a 4xx/5xx with an {@linkcode ErrorBody}. Tokens are
  * served only to a registered session (`POST /v1/sessions`), which presents
@@ -127,11 +131,11 @@ export interface TokenRequest {
   /** The capability of the session that asks ({@linkcode SessionGrant}). */
   capability: string;
   /**
-   * The server refused the last token (a bridge after a 401): drop the one
-   * the broker keeps and fetch a new one. Concurrent forced refreshes of a
-   * service share one fetch.
+   * The hex SHA-256 of a token the server refused (a bridge's 401): the
+   * broker serves a newer one — one refresh for everyone who refused the
+   * same token — rather than that one again.
    */
-  forceRefresh?: boolean;
+  refused?: string;
 }
 
 /** The answer to `POST /v1/token`. */
@@ -233,6 +237,9 @@ export type ErrorCode =
   | "invalid_service"
   | "no_secret"
   | "helper_failed"
+  | "needs_authorization"
+  | "oauth_failed"
+  | "oauth_unsupported"
   | "internal";
 
 /** The body of every failed request. */
@@ -244,4 +251,60 @@ export interface ErrorBody {
     /** For the operator: one line, never a secret. */
     message: string;
   };
+}
+
+/** `POST /v1/oauth/start`: begin `sherlock auth <service>`. */
+export interface OAuthStartRequest {
+  /** The service (`[token] source = "oauth"`). */
+  service: string;
+}
+
+/** The answer to `POST /v1/oauth/start`. */
+export interface OAuthStarted {
+  /** The flow's id, for `POST /v1/oauth/finish`. */
+  flow: string;
+  /** The authorization URL the operator's browser opens (no secret). */
+  url: string;
+}
+
+/** `POST /v1/oauth/finish`: wait for the browser's redirect. */
+export interface OAuthFinishRequest {
+  /** The id from {@linkcode OAuthStarted}. */
+  flow: string;
+}
+
+/** One OAuth service's grant, as `sherlock auth status` shows it: no value. */
+export interface OAuthServiceStatus {
+  /** The service. */
+  service: string;
+  /** True when a grant is held and not known to be dead. */
+  authorized: boolean;
+  /** The authorization server's issuer, when authorized once. */
+  issuer: string | null;
+  /** The scopes granted. */
+  scopes: string[];
+  /** When the access token in the daemon's memory expires (RFC 3339). */
+  accessTokenExpiresAt: string | null;
+  /** Whether a refresh token is held. */
+  refreshToken: boolean;
+}
+
+/** `GET /v1/oauth/status`. */
+export interface OAuthStatusList {
+  /** Every service with `[token] source = "oauth"`, sorted by name. */
+  services: OAuthServiceStatus[];
+}
+
+/** `POST /v1/oauth/revoke`. */
+export interface OAuthRevokeRequest {
+  /** The service whose grant is revoked and forgotten. */
+  service: string;
+}
+
+/** The answer to `POST /v1/oauth/revoke`. */
+export interface OAuthRevoked {
+  /** True when a grant was held (and is now forgotten). */
+  forgotten: boolean;
+  /** True when the authorization server accepted the revocation. */
+  revokedAtServer: boolean;
 }

@@ -18,6 +18,7 @@
 
 import { NoPermissionError, UsageError } from "../errors.ts";
 import { CAPABILITY_ENV } from "../render/servers.ts";
+import { sha256Hex } from "../runtime/sha256.ts";
 import { fetchToken } from "../broker/client.ts";
 import {
   type BridgeToken,
@@ -69,8 +70,8 @@ export async function bridgeCommand(args: readonly string[]): Promise<number> {
       headers: options.headers,
       tokenHeader: options.tokenHeader,
       tokenFormat: options.tokenFormat,
-      getToken: ({ forceRefresh }) =>
-        brokerToken({ ...options, capability, forceRefresh }),
+      getToken: ({ refused }) =>
+        brokerToken({ ...options, capability, refused }),
       input: Deno.stdin.readable,
       write: (line) => stdout.write(encoder.encode(line)),
       warn: (line) => printWarning(`bridge ${options.service}: ${line}`),
@@ -84,14 +85,14 @@ export async function bridgeCommand(args: readonly string[]): Promise<number> {
 }
 
 /**
- * The service's token from the broker. With `forceRefresh` (the server
- * refused the last one) the broker drops the token it keeps and fetches a
- * new one.
+ * The service's token from the broker. With `refused` (the token the
+ * server refused) the broker serves a newer one — one refresh for every
+ * bridge that refused the same token — and is told only its hash.
  */
 export async function brokerToken(
   options: Pick<BridgeOptions, "socket" | "service"> & {
     capability: string;
-    forceRefresh?: boolean;
+    refused?: string;
   },
 ): Promise<BridgeToken> {
   if (options.capability === "") {
@@ -102,7 +103,9 @@ export async function brokerToken(
   const { token, expiresAt } = await fetchToken(options.socket, {
     service: options.service,
     capability: options.capability,
-    ...(options.forceRefresh ? { forceRefresh: true } : {}),
+    ...(options.refused === undefined
+      ? {}
+      : { refused: sha256Hex(options.refused) }),
   });
   const expires = expiresAt === null ? NaN : Date.parse(expiresAt);
   return { token, expiresAt: Number.isNaN(expires) ? null : expires };

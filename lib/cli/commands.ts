@@ -110,6 +110,28 @@ Values never come from the command line and are never printed.`,
     entry: "secretCommand",
     needsArguments: true,
   },
+  auth: {
+    summary: "authorize an OAuth service once; its status; revoke it",
+    help: `Usage: sherlock auth [--no-browser] <service>
+       sherlock auth status [--json]
+       sherlock auth revoke <service>
+
+Authorizes a service with [token] source = "oauth" (log in first): the
+broker discovers its authorization server, registers a client if needed,
+and listens on 127.0.0.1 for the redirect; the authorization URL opens in
+$BROWSER when set, else the platform's opener, and is always printed on
+stderr (--no-browser only prints it). The refresh token goes into the
+encrypted store; access tokens stay in the broker's memory, refreshed for
+every session. Nothing secret is printed.
+
+  status   each OAuth service: authorized or not, issuer, scopes, when the
+           access token expires, whether a refresh token is held
+  revoke   revokes the grant at the server (RFC 7009, when offered) and
+           forgets it`,
+    module: "lib/cli/auth.ts",
+    entry: "authCommand",
+    needsArguments: true,
+  },
   broker: {
     summary:
       "serve, start, stop or inspect the credential broker; its audit log",

@@ -105,7 +105,27 @@ const tokenSchema = z.strictObject({
       `must be at most ${MAX_TOKEN_TIMEOUT_SECONDS} seconds (an hour)`,
     ).default(30),
   delivery: z.enum(["inline", "shim", "bridge"]).optional(),
+  client_id: z.string().min(1, "must not be empty").refine(
+    (value) => !hasControlCharacters(value),
+    "must not contain control characters",
+  ).optional(),
+  client_metadata_url: z.url({
+    protocol: /^https$/,
+    error: "must be an https:// URL (a Client ID Metadata Document)",
+  }).optional(),
+  scopes: z.array(
+    z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, "must be an OAuth scope"),
+  ).optional(),
+  send_resource: z.boolean().optional(),
 });
+
+/** The `[token]` keys only `source = "oauth"` takes. */
+const OAUTH_KEYS = [
+  "client_id",
+  "client_metadata_url",
+  "scopes",
+  "send_resource",
+] as const;
 
 /** A service file as the schema normalizes it. */
 export const serviceSchema = z.strictObject({
@@ -129,6 +149,22 @@ export const serviceSchema = z.strictObject({
     issue("command", `only applies to source = "command"; remove it`);
   }
   const stdio = server.command !== undefined;
+  if (token.source !== "oauth") {
+    for (const key of OAUTH_KEYS) {
+      if (token[key] !== undefined) {
+        issue(key, `only applies to source = "oauth"; remove it`);
+      }
+    }
+  }
+  if (token.source === "oauth" && stdio) {
+    context.addIssue({
+      code: "custom",
+      path: ["server", "url"],
+      message:
+        `missing; source = "oauth" needs a remote server (a stdio server gets its token from secret or command)`,
+    });
+    return;
+  }
   if (token.source === "none") {
     for (const key of ["env", "header", "format", "ttl", "delivery"] as const) {
       if (token[key] !== undefined) {
@@ -146,7 +182,7 @@ export const serviceSchema = z.strictObject({
   if (stdio && token.header !== undefined) {
     issue("header", "only applies to a remote server (url); use env");
   }
-  if (!stdio && token.header === undefined) {
+  if (!stdio && token.header === undefined && token.source !== "oauth") {
     issue("header", "missing; name the HTTP header that carries the token");
   }
   if (!stdio && token.env !== undefined) {
@@ -179,8 +215,14 @@ export const serviceSchema = z.strictObject({
     },
   token: {
     ...service.token,
+    // OAuth access tokens are bearer tokens (RFC 6750): Authorization.
+    ...(service.token.source === "oauth" && service.token.header === undefined
+      ? { header: "Authorization" }
+      : {}),
     format: service.token.format ??
-      (service.token.header ? "Bearer {token}" : "{token}"),
+      (service.token.header || service.token.source === "oauth"
+        ? "Bearer {token}"
+        : "{token}"),
   },
 }));
 
@@ -208,6 +250,14 @@ export interface TokenSpec {
    * `shim`). A remote server's: `bridge` (the default) or `inline`.
    */
   delivery?: "inline" | "shim" | "bridge";
+  /** `oauth`: a pre-registered public client's id. */
+  client_id?: string;
+  /** `oauth`: the https URL of a Client ID Metadata Document. */
+  client_metadata_url?: string;
+  /** `oauth`: the scopes to ask for when the server names none. */
+  scopes?: string[];
+  /** `oauth`: send RFC 8707 `resource` (default true). */
+  send_resource?: boolean;
 }
 
 interface NormalizedService {

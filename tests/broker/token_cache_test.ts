@@ -102,17 +102,20 @@ Deno.test("TokenCache: clear() during a fetch keeps nothing of it and starts ane
   assert.equal(fetch.calls, 2);
 });
 
-Deno.test("TokenCache: a forced refresh drops the kept token; concurrent ones share one fetch", async () => {
+Deno.test("TokenCache: a refused token is dropped; concurrent requests then share one fetch", async () => {
   const cache = new TokenCache();
   const fetch = deferredFetch();
   const hour = () => Date.now() + 3_600_000;
   const first = cache.get("k", fetch.fetch);
   fetch.resolve({ token: "old", expiresAt: hour() });
   assert.equal((await first).token, "old");
-  const forced = { forceRefresh: true };
+  // Not the kept token: nothing is dropped.
+  cache.forgetIf("k", (token) => token === "other");
+  assert.equal((await cache.get("k", fetch.fetch)).token, "old");
+  cache.forgetIf("k", (token) => token === "old");
   const refreshes = [
-    cache.get("k", fetch.fetch, forced),
-    cache.get("k", fetch.fetch, forced),
+    cache.get("k", fetch.fetch),
+    cache.get("k", fetch.fetch),
     cache.get("k", fetch.fetch),
   ];
   assert.equal(fetch.calls, 2, "one fetch for the burst");

@@ -18,6 +18,13 @@ import {
   MAX_BODY_BYTES,
   MAX_SERVICES_PER_REQUEST,
   MIN_PASSPHRASE_LENGTH,
+  type OAuthFinishRequest,
+  type OAuthRevoked,
+  type OAuthRevokeRequest,
+  type OAuthServiceStatus,
+  type OAuthStarted,
+  type OAuthStartRequest,
+  type OAuthStatusList,
   type SecretList,
   type SecretValue,
   type SessionEnd,
@@ -32,7 +39,7 @@ import {
 } from "../protocol.ts";
 import { appendAudit } from "./audit_log.ts";
 import type { LoginState } from "./login_state.ts";
-import { SecretStoreError } from "./secret_store.ts";
+import { isInternalSecretName, SecretStoreError } from "./secret_store.ts";
 import { BrokerRequestError } from "./request_error.ts";
 import type { RegisteredSession } from "./sessions.ts";
 import type { TokenBroker } from "./token_broker.ts";
@@ -197,17 +204,15 @@ async function route(
     const body = await readJson<TokenRequest>(request);
     const service = requireName(body, "service");
     const capability = requireString(body, "capability");
-    const forceRefresh = body.forceRefresh;
-    if (forceRefresh !== undefined && typeof forceRefresh !== "boolean") {
-      throw new BrokerRequestError({
-        code: "bad_request",
-        message: "forceRefresh must be a boolean",
-      });
+    const refused = body.refused;
+    if (
+      refused !== undefined &&
+      (typeof refused !== "string" || !/^[0-9a-f]{64}$/.test(refused))
+    ) {
+      throw badRequest(`"refused" must be a token's hex SHA-256`);
     }
     const session = registeredSession(context, capability, [service]);
-    return ok(
-      await context.tokens.token({ service, session, forceRefresh }),
-    );
+    return ok(await context.tokens.token({ service, session, refused }));
   }
   if (pathname === "/v1/tokens") {
     allow("POST");
@@ -240,7 +245,11 @@ async function route(
   }
   if (pathname === "/v1/secrets") {
     allow("GET");
-    return ok<SecretList>({ secrets: unlockedStore(context).list() });
+    // The broker's own entries (OAuth grants) are not the operator's secrets.
+    const secrets = unlockedStore(context).list().filter((secret) =>
+      !isInternalSecretName(secret.name)
+    );
+    return ok<SecretList>({ secrets });
   }
   if (pathname.startsWith("/v1/secrets/")) {
     let name: string;
@@ -275,6 +284,9 @@ async function route(
     });
     return ok({ removed });
   }
+  if (pathname.startsWith("/v1/oauth/")) {
+    return await oauthRoute(request, pathname, context);
+  }
   if (pathname === "/v1/shutdown") {
     allow("POST");
     await discardBody(request);
@@ -284,6 +296,60 @@ async function route(
   }
   await discardBody(request);
   return failure("not_found", `no such endpoint: ${pathname}`);
+}
+
+/** `sherlock auth`'s routes: start, finish, status, revoke. */
+async function oauthRoute(
+  request: Request,
+  pathname: string,
+  context: HandlerContext,
+): Promise<Response> {
+  const oauth = context.tokens.oauth;
+  if (pathname === "/v1/oauth/status") {
+    if (request.method !== "GET") throw notAllowed(request.method, pathname);
+    const store = unlockedStore(context);
+    const { services } = await context.tokens.oauthServices();
+    return ok<OAuthStatusList>({
+      services: services.map((name) => oauth.status(name, store)),
+    });
+  }
+  if (request.method !== "POST") throw notAllowed(request.method, pathname);
+  if (pathname === "/v1/oauth/start") {
+    const body = await readJson<OAuthStartRequest>(request);
+    const name = requireName(body, "service");
+    const store = unlockedStore(context);
+    const service = await context.tokens.service(name);
+    const started = await oauth.start(service, store);
+    appendAudit(context.stateDir, { event: "oauth_start", service: name });
+    return ok<OAuthStarted>(started);
+  }
+  if (pathname === "/v1/oauth/finish") {
+    const body = await readJson<OAuthFinishRequest>(request);
+    const flow = requireString(body, "flow");
+    unlockedStore(context);
+    const status = await oauth.finish(flow, () => unlockedStore(context));
+    appendAudit(context.stateDir, {
+      event: "oauth_authorized",
+      service: status.service,
+    });
+    return ok<OAuthServiceStatus>(status);
+  }
+  if (pathname === "/v1/oauth/revoke") {
+    const body = await readJson<OAuthRevokeRequest>(request);
+    const name = requireName(body, "service");
+    const revoked = await oauth.revoke(name, unlockedStore(context));
+    appendAudit(context.stateDir, { event: "oauth_revoked", service: name });
+    return ok<OAuthRevoked>(revoked);
+  }
+  await discardBody(request);
+  return failure("not_found", `no such endpoint: ${pathname}`);
+}
+
+function notAllowed(method: string, pathname: string): BrokerRequestError {
+  return new BrokerRequestError({
+    code: "method_not_allowed",
+    message: `${method} is not allowed on ${pathname}`,
+  });
 }
 
 /**

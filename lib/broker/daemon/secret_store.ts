@@ -728,8 +728,24 @@ function isTimestamp(value: unknown): value is string {
   return !Number.isNaN(date.getTime()) && date.toISOString() === value;
 }
 
+/**
+ * The names the broker keeps for itself (OAuth grants and client
+ * registrations): a dot, which no service name has, keeps them apart from
+ * the operator's secrets, and `sherlock secret` never reaches them.
+ */
+const INTERNAL_NAME_PATTERN = /^oauth\.(grant|client)\.[a-z0-9_-]{1,64}$/;
+
+/** True for a name the broker keeps for itself (see `secret ls`). */
+export function isInternalSecretName(name: string): boolean {
+  return INTERNAL_NAME_PATTERN.test(name);
+}
+
+function isSecretName(name: string): boolean {
+  return NAME_PATTERN.test(name) || INTERNAL_NAME_PATTERN.test(name);
+}
+
 function assertSecretName(name: unknown): asserts name is string {
-  if (typeof name !== "string" || !NAME_PATTERN.test(name)) {
+  if (typeof name !== "string" || !isSecretName(name)) {
     throw new InvalidSecretNameError();
   }
 }
@@ -1081,7 +1097,7 @@ function parseContents(path: string, plaintext: Buffer): StoreContents {
   const entries = new Map<string, Entry>();
   for (const [name, entry] of Object.entries(data.entries)) {
     if (
-      !NAME_PATTERN.test(name) || !isRecord(entry) ||
+      !isSecretName(name) || !isRecord(entry) ||
       !hasExactKeys(entry, ["value", "created", "updated"]) ||
       typeof entry.value !== "string" || entry.value.length === 0 ||
       !isTimestamp(entry.created) || !isTimestamp(entry.updated)

@@ -152,6 +152,8 @@ export async function serveBroker(
   // requests finish with the store still unlocked. Nothing is removed by
   // path afterwards: by then the path may be the new daemon's socket, and
   // inode numbers are reused too soon to tell.
+  // An authorization waiting for its browser would hold the shutdown.
+  tokens.oauth.close();
   await server.shutdown();
   login.logout();
   tokens.clear();

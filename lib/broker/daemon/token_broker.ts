@@ -11,12 +11,17 @@
 import { InvalidFileError } from "../../config/toml_files.ts";
 import type { SherlockPaths } from "../../config/sherlock_paths.ts";
 import { sha256Hex } from "../../private_files.ts";
-import { loadService, type Service } from "../../services/loader.ts";
+import {
+  loadService,
+  loadServices,
+  type Service,
+} from "../../services/loader.ts";
 import type { ValidationCache } from "../../config/validation_cache.ts";
 import type { TokenResponse } from "../protocol.ts";
 import { appendAudit } from "./audit_log.ts";
 import type { LoginState } from "./login_state.ts";
 import { BrokerRequestError } from "./request_error.ts";
+import { OAuthClient } from "./oauth/client.ts";
 import { tokenSource } from "./sources/registry.ts";
 import { type Token, TokenCache } from "./token_cache.ts";
 import { TokenHandoffs } from "./token_handoff.ts";
@@ -47,9 +52,14 @@ export class TokenBroker {
     onForget: (key) => this.#handoffs.forget(key),
   });
 
+  /** The OAuth client: `sherlock auth`'s flows, grants, access tokens. */
+  readonly oauth: OAuthClient = new OAuthClient();
+
   /** Creates the broker with an empty cache. */
   constructor(options: TokenBrokerOptions) {
     this.#options = options;
+    // A new or revoked grant: no token of the old one is served again.
+    this.oauth.onGrantChange = (service) => this.#cache.forget(`${service}\0`);
   }
 
   /** How many tokens are cached. */
@@ -61,6 +71,7 @@ export class TokenBroker {
   clear(): void {
     this.#cache.clear();
     this.#handoffs.clear();
+    this.oauth.clear();
   }
 
   /**
@@ -78,7 +89,8 @@ export class TokenBroker {
       service: string;
       session: RegisteredSession;
       deferIfContains?: readonly string[];
-      forceRefresh?: boolean;
+      /** The hex SHA-256 of a token the server refused: not served again. */
+      refused?: string;
     },
   ): Promise<TokenResponse | { deferred: true }> {
     const { session, agent } = request.session;
@@ -112,11 +124,15 @@ export class TokenBroker {
       service: request.service,
       tokenKey: key,
     };
+    if (request.refused !== undefined) {
+      const refused = request.refused;
+      const matches = (value: string) => sha256Hex(value) === refused;
+      this.#cache.forgetIf(key, matches);
+      this.oauth.forgetIf(request.service, matches);
+    }
     try {
       const served = this.#handoffs.take(handoff) ??
-        await this.#cache.get(key, () => this.#fetch(service), {
-          forceRefresh: request.forceRefresh,
-        });
+        await this.#cache.get(key, () => this.#fetch(service));
       // A logout or idle lock while the helper ran: no token for anyone.
       if (this.#options.login.store === undefined) throw notLoggedIn();
       this.#options.login.touch();
@@ -154,6 +170,23 @@ export class TokenBroker {
     }
   }
 
+  /** The names of the services with `[token] source = "oauth"`, sorted. */
+  async oauthServices(): Promise<{ services: string[] }> {
+    const { services } = await loadServices({
+      paths: this.#options.paths,
+      cache: this.#options.validationCache,
+    });
+    return {
+      services: services.filter((service) => service.token.source === "oauth")
+        .map((service) => service.service.name),
+    };
+  }
+
+  /** The service `name`, freshly read; `unknown_service` when there is none. */
+  service(name: string): Promise<Service> {
+    return this.#service(name);
+  }
+
   async #service(name: string): Promise<Service> {
     let service: Service | undefined;
     try {
@@ -189,6 +222,7 @@ export class TokenBroker {
     return tokenSource(source).fetchToken(service, {
       store,
       helperCwd: this.#options.helperCwd,
+      oauth: this.oauth,
     });
   }
 }

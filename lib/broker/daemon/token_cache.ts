@@ -35,18 +35,15 @@ export class TokenCache {
 
   /**
    * The token for `key`: from the cache while it is fresh, else from
-   * `fetch` — once, however many callers ask at the same time. With
-   * `forceRefresh` the cached token is dropped first (its server refused
-   * it); a fetch already running is shared, since it began after the cached
-   * token went stale or was dropped.
+   * `fetch` — once, however many callers ask at the same time (a fetch
+   * already running is shared: it began after the cached token went stale
+   * or was dropped by {@linkcode TokenCache.forgetIf}).
    */
   async get(
     key: string,
     fetch: () => Promise<Token>,
-    options: { forceRefresh?: boolean } = {},
   ): Promise<ServedToken> {
     const now = Date.now();
-    if (options.forceRefresh) this.#entries.delete(key);
     const entry = this.#entries.get(key);
     if (entry && isFresh(entry, now)) {
       return { ...publicPart(entry), cached: true };
@@ -80,6 +77,25 @@ export class TokenCache {
     this.#entries.clear();
     this.#inFlight.clear();
     this.#generation++;
+  }
+
+  /** Forgets the token of `key` when `refused` says so of it. */
+  forgetIf(key: string, refused: (token: string) => boolean): void {
+    const entry = this.#entries.get(key);
+    if (entry && refused(entry.token)) this.#entries.delete(key);
+  }
+
+  /**
+   * Forgets the tokens whose key starts with `prefix` (a service's, after
+   * its OAuth grant changed); fetches under way are not kept either.
+   */
+  forget(prefix: string): void {
+    for (const key of [...this.#entries.keys()]) {
+      if (key.startsWith(prefix)) this.#entries.delete(key);
+    }
+    for (const key of [...this.#inFlight.keys()]) {
+      if (key.startsWith(prefix)) this.#inFlight.delete(key);
+    }
   }
 
   /** How many tokens are cached. */

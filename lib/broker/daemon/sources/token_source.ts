@@ -7,6 +7,7 @@
  */
 
 import type { Service } from "../../../services/loader.ts";
+import type { OAuthClient } from "../oauth/client.ts";
 import type { SecretStore } from "../secret_store.ts";
 import type { Token } from "../token_cache.ts";
 
@@ -35,4 +36,6 @@ export interface SourceContext {
   store: SecretStore;
   /** The folder credential helpers run in; the daemon's own when unset. */
   helperCwd?: string;
+  /** The daemon's OAuth client (`source = "oauth"`): grants, refreshes. */
+  oauth?: OAuthClient;
 }

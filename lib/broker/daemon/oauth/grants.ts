@@ -1,0 +1,93 @@
+/**
+ * What the OAuth client keeps in the encrypted store: a service's grant
+ * (its refresh token and where to use it) and a client registration per
+ * authorization server, keyed by the server's issuer. Access tokens never
+ * come here: they live in the daemon's memory only.
+ *
+ * @module
+ */
+
+import { sha256Hex } from "../../../runtime/sha256.ts";
+import type { SecretStore } from "../secret_store.ts";
+
+/** A service's grant, as stored. */
+export interface StoredGrant {
+  issuer: string;
+  clientId: string;
+  tokenEndpoint: string;
+  revocationEndpoint?: string;
+  /** The RFC 8707 resource sent, or null when `send_resource = false`. */
+  resource: string | null;
+  scopes: string[];
+  refreshToken?: string;
+  /** Set by an `invalid_grant`: the grant is dead until `sherlock auth`. */
+  needsAuthorization?: boolean;
+}
+
+/** A client registration at one authorization server. */
+export interface StoredClient {
+  issuer: string;
+  clientId: string;
+}
+
+/** The store name of a service's grant. */
+function grantKey(service: string): string {
+  return `oauth.grant.${service}`;
+}
+
+/** The store name of the registration at `issuer` (hashed: URLs have dots). */
+function clientKey(issuer: string): string {
+  return `oauth.client.${sha256Hex(issuer).slice(0, 40)}`;
+}
+
+/** The grant of `service`, or undefined. */
+export function readGrant(
+  store: SecretStore,
+  service: string,
+): StoredGrant | undefined {
+  return parse<StoredGrant>(store.get(grantKey(service)));
+}
+
+/** Stores (replaces) the grant of `service`; written to disk at once. */
+export function writeGrant(
+  store: SecretStore,
+  service: string,
+  grant: StoredGrant,
+): Promise<void> {
+  return store.set(grantKey(service), JSON.stringify(grant));
+}
+
+/** Forgets the grant of `service`; true when there was one. */
+export function removeGrant(
+  store: SecretStore,
+  service: string,
+): Promise<boolean> {
+  return store.remove(grantKey(service));
+}
+
+/** The dynamic registration at `issuer`, if one was made. */
+export function readClient(
+  store: SecretStore,
+  issuer: string,
+): StoredClient | undefined {
+  const client = parse<StoredClient>(store.get(clientKey(issuer)));
+  // A hash collision or an edited entry must not lend one server's client to another.
+  return client?.issuer === issuer ? client : undefined;
+}
+
+/** Keeps the dynamic registration at `issuer`. */
+export function writeClient(
+  store: SecretStore,
+  client: StoredClient,
+): Promise<void> {
+  return store.set(clientKey(client.issuer), JSON.stringify(client));
+}
+
+function parse<T>(text: string | undefined): T | undefined {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,163 @@
+/**
+ * `sherlock auth <service>`, `auth status [--json]`, `auth revoke
+ * <service>`: the daemon runs the OAuth protocol and keeps the grant; this
+ * command only starts the flow, opens the browser, and waits. No token
+ * ever reaches this process.
+ *
+ * @module
+ */
+
+import {
+  authorizationStatus,
+  ensureBroker,
+  finishAuthorization,
+  revokeAuthorization,
+  startAuthorization,
+} from "../broker/client.ts";
+import { NAME_PATTERN } from "../config/names.ts";
+import { UsageError } from "../errors.ts";
+import { commandContext } from "./context.ts";
+import { columns, printLine, printWarning } from "./output.ts";
+
+/** Runs the command; returns the exit code. */
+export async function authCommand(args: readonly string[]): Promise<number> {
+  const [first, ...rest] = args;
+  if (first === "status") return await status(rest);
+  if (first === "revoke") return await revoke(rest);
+  const flags = args.filter((arg) => arg.startsWith("-"));
+  const names = args.filter((arg) => !arg.startsWith("-"));
+  const unknown = flags.filter((flag) => flag !== "--no-browser");
+  if (unknown.length > 0 || names.length !== 1) {
+    throw new UsageError(
+      unknown.length > 0
+        ? `unknown option ${unknown[0]}; see sherlock auth --help`
+        : "usage: sherlock auth [--no-browser] <service>",
+    );
+  }
+  const service = serviceName(names[0]);
+  const socket = await brokerSocket();
+  const { flow, url } = await startAuthorization(socket, service);
+  // The daemon listens already; ask for the result before the browser
+  // runs, since a headless one may finish before it exits.
+  const finished = finishAuthorization(socket, flow);
+  finished.catch(() => {});
+  printWarning(`to authorize ${service}, open: ${url}`);
+  const browser = flags.includes("--no-browser")
+    ? undefined
+    : openBrowser(url, Deno.env.get("BROWSER"));
+  const result = await finished;
+  await browser?.catch(() => {});
+  printLine(
+    `authorized ${service} at ${result.issuer ?? "its server"}${
+      result.scopes.length > 0 ? ` (scopes: ${result.scopes.join(" ")})` : ""
+    }`,
+  );
+  return 0;
+}
+
+async function status(args: readonly string[]): Promise<number> {
+  const json = args.includes("--json");
+  if (args.some((arg) => arg !== "--json")) {
+    throw new UsageError("usage: sherlock auth status [--json]");
+  }
+  const { services } = await authorizationStatus(await brokerSocket());
+  if (json) {
+    printLine(JSON.stringify({ services }, null, 2));
+    return 0;
+  }
+  if (services.length === 0) {
+    printLine('no service has [token] source = "oauth"');
+    return 0;
+  }
+  const rows = [[
+    "SERVICE",
+    "AUTHORIZED",
+    "ISSUER",
+    "SCOPES",
+    "EXPIRES",
+    "REFRESH",
+  ]];
+  for (const entry of services) {
+    rows.push([
+      entry.service,
+      entry.authorized ? "yes" : `no (run "sherlock auth ${entry.service}")`,
+      entry.issuer ?? "-",
+      entry.scopes.join(" ") || "-",
+      entry.accessTokenExpiresAt ?? "-",
+      entry.refreshToken ? "yes" : "no",
+    ]);
+  }
+  for (const line of columns(rows)) printLine(line);
+  return 0;
+}
+
+async function revoke(args: readonly string[]): Promise<number> {
+  if (args.length !== 1) {
+    throw new UsageError("usage: sherlock auth revoke <service>");
+  }
+  const service = serviceName(args[0]);
+  const result = await revokeAuthorization(await brokerSocket(), service);
+  printLine(
+    !result.forgotten
+      ? `${service} had no grant`
+      : result.revokedAtServer
+      ? `revoked ${service}'s grant at its server and forgot it`
+      : `forgot ${service}'s grant (its server did not take a revocation)`,
+  );
+  return 0;
+}
+
+function serviceName(name: string): string {
+  if (!NAME_PATTERN.test(name)) {
+    throw new UsageError(
+      "the argument is not a service name (lowercase letters, digits, '-' and '_')",
+    );
+  }
+  return name;
+}
+
+/**
+ * Opens `url` with `$BROWSER` when set (the convention of git, gh and the
+ * xdg tools), else the platform's opener when there is one. A browser that
+ * fails is only a warning: the URL is printed.
+ */
+async function openBrowser(url: string, browser?: string): Promise<void> {
+  const program = browser || platformOpener();
+  if (!program) return;
+  try {
+    const child = new Deno.Command(program, {
+      args: [url],
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+    const { code } = await child.status;
+    if (code !== 0) {
+      printWarning(`the browser (${program}) exited with ${code}`);
+    }
+  } catch {
+    printWarning(
+      `could not start the browser (${program}); open the URL above`,
+    );
+  }
+}
+
+function platformOpener(): string | undefined {
+  const name = Deno.build.os === "darwin" ? "open" : "xdg-open";
+  for (const folder of (Deno.env.get("PATH") ?? "").split(":")) {
+    if (folder === "") continue;
+    try {
+      const path = `${folder}/${name}`;
+      if (Deno.statSync(path).isFile) return path;
+    } catch {
+      // Not in this folder.
+    }
+  }
+  return undefined;
+}
+
+async function brokerSocket(): Promise<string> {
+  const { paths } = commandContext();
+  await ensureBroker({ socket: paths.socket, logFile: paths.brokerLog });
+  return paths.socket;
+}

@@ -1,0 +1,441 @@
+/**
+ * `[token] source = "oauth"` and `sherlock auth`, against the real OAuth
+ * fixture (oidc-provider on 127.0.0.1) and the remote MCP server fixture:
+ * authorize headlessly, serve tokens to a session across expiries, one
+ * refresh for a burst, a dead grant, and the spec's rules.
+ */
+
+import assert from "node:assert/strict";
+import {
+  type AuthServer,
+  type AuthServerOptions,
+  browserEnv,
+  startAuthServer,
+} from "../fixtures/oauth/mod.ts";
+import {
+  type RemoteMcpServer,
+  sha256,
+  startRemoteMcpServer,
+} from "../fixtures/remote_mcp_server.ts";
+import {
+  AGENT,
+  type BrokerHome,
+  createBrokerHome,
+} from "../helpers/broker_home.ts";
+import { fetchToken, registerSession } from "../../lib/broker/client.ts";
+import { filesContaining } from "../helpers/leaks.ts";
+
+interface Setup extends AsyncDisposable {
+  as: AuthServer;
+  remote: RemoteMcpServer;
+  home: BrokerHome;
+}
+
+async function setup(
+  options: AuthServerOptions = {},
+  token: Record<string, unknown> = {},
+): Promise<Setup> {
+  const as = await startAuthServer({ accessTokenTtlSeconds: 2, ...options });
+  const late: { remote?: RemoteMcpServer } = {};
+  // The protected-resource metadata (RFC 9728), read at request time: the
+  // issuer changes with changeIssuer().
+  const prm = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () =>
+      Response.json({
+        resource: late.remote?.url,
+        authorization_servers: [as.issuer],
+        scopes_supported: ["mcp:tools"],
+      }),
+  );
+  const remote = await startRemoteMcpServer({
+    resourceMetadataUrl: `http://127.0.0.1:${prm.addr.port}/prm`,
+    verify: (bearer) =>
+      as.verifyAccessToken(bearer, { resource: late.remote!.url }).then(
+        () => true,
+        () => false,
+      ),
+  });
+  late.remote = remote;
+  const home = await createBrokerHome();
+  const extra = Object.entries(token).map(([key, value]) =>
+    `${key} = ${JSON.stringify(value)}`
+  ).join("\n");
+  home.writeService(
+    "remote",
+    `[service]\nname = "remote"\n[server]\nurl = "${remote.url}"\n[token]\nsource = "oauth"\n${extra}\n`,
+  );
+  await home.login();
+  return {
+    as,
+    remote,
+    home,
+    async [Symbol.asyncDispose]() {
+      await home[Symbol.asyncDispose]();
+      await remote[Symbol.asyncDispose]();
+      await prm.shutdown();
+      await as[Symbol.asyncDispose]();
+    },
+  };
+}
+
+async function authorize(home: BrokerHome) {
+  return await home.sherlock(["auth", "remote"], { env: browserEnv() });
+}
+
+async function session(home: BrokerHome): Promise<string> {
+  const { capability } = await registerSession({
+    socket: home.socket,
+    session: crypto.randomUUID().replaceAll("-", "").slice(0, 12),
+    agent: AGENT,
+    services: ["remote"],
+    pid: Deno.pid,
+  });
+  return capability;
+}
+
+async function callRemote(url: string, token: string): Promise<number> {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: {
+      Authorization: `Bearer ${token}`,
+      "Content-Type": "application/json",
+      Accept: "application/json, text/event-stream",
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-11-25",
+        capabilities: {},
+        clientInfo: { name: "test", version: "0" },
+      },
+    }),
+  });
+  await response.body?.cancel();
+  return response.status;
+}
+
+Deno.test("sherlock auth, tokens across expiries, one refresh per burst, a dead grant", async () => {
+  await using s = await setup();
+  const { as, remote, home } = s;
+  const auth = await authorize(home);
+  assert.equal(auth.code, 0, auth.stderr);
+  assert.match(auth.stdout, /^authorized remote at http:\/\/127\.0\.0\.1/);
+  assert.match(auth.stderr, /open: http:\/\/127\.0\.0\.1.*resource=/);
+  assert.equal(as.counts.registration, 1);
+
+  const status = await home.sherlock(["auth", "status", "--json"]);
+  assert.equal(status.code, 0, status.stderr);
+  const [entry] = JSON.parse(status.stdout).services;
+  assert.equal(entry.authorized, true);
+  assert.equal(entry.issuer, as.issuer);
+  assert.equal(entry.refreshToken, true);
+
+  const capability = await session(home);
+  const seen: string[] = [];
+  const get = async () => {
+    const { token } = await fetchToken(home.socket, {
+      service: "remote",
+      capability,
+    });
+    seen.push(token);
+    return token;
+  };
+  // A session that outlives several 2-second access tokens.
+  for (let i = 0; i < 3; i++) {
+    assert.equal(await callRemote(remote.url, await get()), 200);
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+  }
+  // Twenty requests after expiry: one refresh at the server.
+  const before = as.counts.refresh;
+  const burst = await Promise.all(Array.from({ length: 20 }, get));
+  assert.equal(as.counts.refresh - before, 1);
+  assert.equal(new Set(burst).size, 1);
+  assert.equal(await callRemote(remote.url, burst[0]), 200);
+
+  // A revoked grant: needs `sherlock auth`, then works again.
+  as.revokeAllGrants();
+  await new Promise((resolve) => setTimeout(resolve, 2100));
+  await assert.rejects(get, /needs authorization: run "sherlock auth remote"/);
+  const dead = await home.sherlock(["auth", "status", "--json"]);
+  assert.equal(JSON.parse(dead.stdout).services[0].authorized, false);
+  assert.equal((await authorize(home)).code, 0);
+  assert.equal(as.counts.registration, 1, "the registration is reused");
+  assert.equal(await callRemote(remote.url, await get()), 200);
+
+  // Revoke: forgotten; the next request needs authorization.
+  const revoke = await home.sherlock(["auth", "revoke", "remote"]);
+  assert.equal(revoke.code, 0, revoke.stderr);
+  assert.match(revoke.stdout, /revoked remote's grant at its server/);
+  await assert.rejects(get, /sherlock auth remote/);
+
+  // No token in any file, nor in what sherlock printed.
+  const outputs = [auth, status, dead, revoke].map((r) => r.stdout + r.stderr)
+    .join("\n");
+  for (const token of seen) assert.ok(!outputs.includes(token));
+  assert.deepEqual(filesContaining(home.root, seen), []);
+  // The registration (and grants) are in the store, encrypted.
+  assert.deepEqual(
+    filesContaining(home.root, ["oauth.client", "clientId"]),
+    [],
+  );
+  // …nor in the daemon's argv or environment.
+  for (const pid of home.daemonPids()) {
+    for (const file of ["cmdline", "environ"]) {
+      const text = Deno.readTextFileSync(`/proc/${pid}/${file}`);
+      for (const token of seen) assert.ok(!text.includes(token), file);
+    }
+  }
+});
+
+Deno.test("auth refuses a server that does not advertise S256", async () => {
+  await using s = await setup({ advertiseS256: false });
+  const result = await authorize(s.home);
+  assert.equal(result.code, 78, result.stderr);
+  assert.match(result.stderr, /does not advertise PKCE S256/);
+});
+
+Deno.test("auth refuses a wrong iss (RFC 9207)", async () => {
+  await using s = await setup({ issParameter: "wrong" });
+  const result = await authorize(s.home);
+  assert.equal(result.code, 69, result.stderr);
+  assert.match(result.stderr, /RFC 9207\); refused/);
+  assert.equal(s.as.counts.authorization_code, 0, "no code was exchanged");
+});
+
+Deno.test("resource is sent: without it the server refuses", async () => {
+  await using s = await setup({}, { send_resource: false });
+  const result = await authorize(s.home);
+  assert.notEqual(result.code, 0);
+  assert.doesNotMatch(result.stderr, /open: .*resource=/);
+});
+
+Deno.test("a changed issuer gets a new registration; a down server a clear error", async () => {
+  await using s = await setup();
+  assert.equal((await authorize(s.home)).code, 0);
+  assert.equal(s.as.counts.registration, 1);
+  await s.as.changeIssuer();
+  s.as.resetCounts();
+  const again = await authorize(s.home);
+  assert.equal(again.code, 0, again.stderr);
+  assert.equal(s.as.counts.registration, 1, "registered at the new issuer");
+  assert.match(again.stdout, /issuer-/);
+
+  await s.as.down();
+  const down = await authorize(s.home);
+  assert.equal(down.code, 69, down.stderr);
+  assert.match(down.stderr, /cannot be reached/);
+  assert.equal(down.stderr.trim().split("\n").length, 1);
+  const status = await s.home.sherlock(["auth", "status"]);
+  assert.equal(status.code, 0, "the daemon keeps serving");
+  await s.as.up();
+  s.as.setFailure({ mode: "garbage" });
+  const garbage = await authorize(s.home);
+  assert.equal(garbage.code, 69, garbage.stderr);
+  assert.match(garbage.stderr, /not JSON|no authorization server metadata/);
+});
+
+Deno.test("an AS that is down, slow or answers garbage: clear errors, other services served", async () => {
+  await using s = await setup();
+  const { as, home } = s;
+  home.writeService(
+    "other",
+    `[service]\nname = "other"\n[server]\ncommand = "true"\n[token]\nsource = "secret"\nenv = "T"\n`,
+  );
+  const stored = await home.sherlock(["secret", "set", "other"], {
+    stdin: "other-secret\n",
+  });
+  assert.equal(stored.code, 0, stored.stderr);
+  assert.equal((await authorize(home)).code, 0);
+  const { capability } = await registerSession({
+    socket: home.socket,
+    session: "0123456789ab",
+    agent: AGENT,
+    services: ["remote", "other"],
+    pid: Deno.pid,
+  });
+  const get = (service: string) =>
+    fetchToken(home.socket, { service, capability });
+  const expire = () => new Promise((resolve) => setTimeout(resolve, 2100));
+
+  await expire();
+  as.setFailure({ mode: "garbage", endpoints: ["token"] });
+  await assert.rejects(() => get("remote"), /answered no bearer token/);
+  assert.equal((await get("other")).token, "other-secret");
+  as.setFailure(null);
+  assert.ok((await get("remote")).token);
+
+  await expire();
+  await as.down();
+  await assert.rejects(() => get("remote"), /cannot be reached/);
+  assert.equal((await get("other")).token, "other-secret");
+  await as.up();
+  assert.ok((await get("remote")).token);
+
+  // A refused refresh (invalid_grant): needs `sherlock auth`, the issuer kept.
+  await expire();
+  as.setFailure({ mode: "invalid_grant" });
+  await assert.rejects(
+    () => get("remote"),
+    (error: Error & { exitCode?: number }) =>
+      /needs authorization: run "sherlock auth remote"/.test(error.message) &&
+      error.exitCode === 77,
+  );
+  const status = JSON.parse(
+    (await home.sherlock(["auth", "status", "--json"])).stdout,
+  ).services[0];
+  assert.equal(status.authorized, false);
+  assert.equal(status.issuer, as.issuer);
+  as.setFailure(null);
+
+  // Slow: a request waits at most the timeout; the other service meanwhile.
+  assert.equal((await authorize(home)).code, 0);
+  await expire();
+  as.setFailure({ mode: "slow", delayMs: 20_000, endpoints: ["token"] });
+  const slow = get("remote").then(() => "served", (error) => error.message);
+  const started = Date.now();
+  assert.equal((await get("other")).token, "other-secret");
+  assert.ok(Date.now() - started < 2000, "the other service did not wait");
+  assert.match(await slow, /did not answer within 15 s/);
+  as.setFailure(null);
+});
+
+Deno.test("client registration: the service's client_id, a CIMD, else a clear error", async (t) => {
+  await t.step("client_id: no dynamic registration", async () => {
+    await using s = await setup({
+      clients: [{
+        client_id: "sherlock-test",
+        redirect_uris: ["http://127.0.0.1/callback"],
+        application_type: "native",
+        token_endpoint_auth_method: "none",
+        grant_types: ["authorization_code", "refresh_token"],
+      }],
+    }, { client_id: "sherlock-test" });
+    const result = await authorize(s.home);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(s.as.counts.registration, 0);
+    assert.match(result.stderr, /client_id=sherlock-test/);
+  });
+  await t.step("no registration, no client_id: a clear error", async () => {
+    await using s = await setup({ registration: false });
+    const result = await authorize(s.home);
+    assert.equal(result.code, 78, result.stderr);
+    assert.match(result.stderr, /set \[token\] client_id/);
+  });
+  await t.step(
+    "a client metadata document when the server takes them",
+    async () => {
+      const document = Deno.serve(
+        { hostname: "127.0.0.1", port: 0, onListen() {} },
+        (request) =>
+          Response.json({
+            client_id: `https://127.0.0.1:${
+              new URL(request.url).port
+            }/client.json`,
+            client_name: "sherlock",
+            application_type: "native",
+            redirect_uris: ["http://127.0.0.1/callback"],
+            grant_types: ["authorization_code", "refresh_token"],
+            response_types: ["code"],
+            token_endpoint_auth_method: "none",
+          }),
+      );
+      try {
+        const url = `https://127.0.0.1:${document.addr.port}/client.json`;
+        await using s = await setup({ clientIdMetadataDocuments: true }, {
+          client_metadata_url: url,
+        });
+        const result = await authorize(s.home);
+        assert.equal(result.code, 0, result.stderr);
+        assert.equal(s.as.counts.registration, 0);
+        assert.ok(result.stderr.includes(encodeURIComponent(url)));
+      } finally {
+        await document.shutdown();
+      }
+    },
+  );
+});
+
+Deno.test("a refused token (a bridge's 401): one refresh for all who refused it", async () => {
+  await using s = await setup({ accessTokenTtlSeconds: 60 });
+  const { as, home } = s;
+  assert.equal((await authorize(home)).code, 0);
+  const capability = await session(home);
+  const first = await fetchToken(home.socket, {
+    service: "remote",
+    capability,
+  });
+  const refused = sha256(first.token);
+  const before = as.counts.refresh;
+  const burst = await Promise.all(
+    Array.from(
+      { length: 20 },
+      () => fetchToken(home.socket, { service: "remote", capability, refused }),
+    ),
+  );
+  assert.equal(as.counts.refresh - before, 1);
+  assert.equal(new Set(burst.map((answer) => answer.token)).size, 1);
+  assert.notEqual(burst[0].token, first.token);
+  // A late refusal of the old token: the new one, no refresh.
+  const late = await fetchToken(home.socket, {
+    service: "remote",
+    capability,
+    refused,
+  });
+  assert.equal(late.token, burst[0].token);
+  assert.equal(as.counts.refresh - before, 1);
+});
+
+Deno.test("discovery without resource_metadata: the well-known URI, path inserted, then the root", async (t) => {
+  for (const where of ["inserted", "root"] as const) {
+    await t.step(where, async () => {
+      await using as = await startAuthServer({});
+      const paths: string[] = [];
+      const server: Deno.HttpServer<Deno.NetAddr> = Deno.serve(
+        { hostname: "127.0.0.1", port: 0, onListen() {} },
+        (request): Response => {
+          const { pathname } = new URL(request.url);
+          paths.push(pathname);
+          const prm = where === "inserted"
+            ? "/.well-known/oauth-protected-resource/mcp"
+            : "/.well-known/oauth-protected-resource";
+          if (pathname === prm) {
+            return Response.json({
+              resource: `http://127.0.0.1:${server.addr.port}/mcp`,
+              authorization_servers: [as.issuer],
+              scopes_supported: ["mcp:tools"],
+            });
+          }
+          // A 401 that names no metadata.
+          return new Response("", {
+            status: pathname === "/mcp" ? 401 : 404,
+            headers: { "WWW-Authenticate": "Bearer" },
+          });
+        },
+      );
+      await using home = await createBrokerHome();
+      try {
+        home.writeService(
+          "remote",
+          `[service]\nname = "remote"\n[server]\nurl = "http://127.0.0.1:${server.addr.port}/mcp"\n[token]\nsource = "oauth"\n`,
+        );
+        await home.login();
+        const result = await authorize(home);
+        assert.equal(result.code, 0, result.stderr);
+        assert.deepEqual(
+          paths.filter((path) => path.startsWith("/.well-known/")),
+          where === "inserted"
+            ? ["/.well-known/oauth-protected-resource/mcp"]
+            : [
+              "/.well-known/oauth-protected-resource/mcp",
+              "/.well-known/oauth-protected-resource",
+            ],
+        );
+      } finally {
+        await server.shutdown();
+      }
+    });
+  }
+});

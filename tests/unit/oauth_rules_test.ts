@@ -1,0 +1,216 @@
+/**
+ * The OAuth client's pure rules (`lib/broker/daemon/oauth/rules.ts`): the
+ * challenge parser, where metadata is looked for, what metadata must hold,
+ * scope choice, the authorization response's checks, PKCE.
+ */
+
+import assert from "node:assert/strict";
+import {
+  authorizationServerMetadataUrls,
+  canonicalResource,
+  checkAuthorizationResponse,
+  chooseScopes,
+  parseBearerChallenge,
+  pkcePair,
+  protectedResourceMetadataUrls,
+  readResourceMetadata,
+  readServerMetadata,
+} from "../../lib/broker/daemon/oauth/rules.ts";
+import { service } from "../helpers/services.ts";
+
+Deno.test("parseBearerChallenge: resource_metadata, scope, error; quoted commas", () => {
+  assert.deepEqual(
+    parseBearerChallenge(
+      'Bearer error="invalid_token", scope="a b", resource_metadata="https://x/.well-known/oauth-protected-resource/mcp"',
+    ),
+    {
+      error: "invalid_token",
+      scope: "a b",
+      resourceMetadata: "https://x/.well-known/oauth-protected-resource/mcp",
+    },
+  );
+  assert.equal(
+    parseBearerChallenge('Basic realm="x", Bearer scope="a,b"')?.scope,
+    "a,b",
+  );
+  assert.equal(parseBearerChallenge('Basic realm="x"'), undefined);
+  assert.equal(parseBearerChallenge(null), undefined);
+  assert.deepEqual(parseBearerChallenge("Bearer"), {
+    error: undefined,
+    scope: undefined,
+    resourceMetadata: undefined,
+  });
+});
+
+Deno.test("protected-resource metadata: path insertion first, then the root", () => {
+  assert.deepEqual(
+    protectedResourceMetadataUrls("https://h.example/public/mcp"),
+    [
+      "https://h.example/.well-known/oauth-protected-resource/public/mcp",
+      "https://h.example/.well-known/oauth-protected-resource",
+    ],
+  );
+  assert.deepEqual(protectedResourceMetadataUrls("https://h.example/"), [
+    "https://h.example/.well-known/oauth-protected-resource",
+  ]);
+});
+
+Deno.test("authorization-server metadata: RFC 8414 then OpenID, path insertion first", () => {
+  assert.deepEqual(
+    authorizationServerMetadataUrls("https://as.example/tenant1"),
+    [
+      "https://as.example/.well-known/oauth-authorization-server/tenant1",
+      "https://as.example/.well-known/openid-configuration/tenant1",
+      "https://as.example/tenant1/.well-known/openid-configuration",
+    ],
+  );
+  assert.deepEqual(authorizationServerMetadataUrls("https://as.example"), [
+    "https://as.example/.well-known/oauth-authorization-server",
+    "https://as.example/.well-known/openid-configuration",
+  ]);
+});
+
+Deno.test("canonicalResource: lowercase, no fragment, no lone trailing slash", () => {
+  assert.equal(
+    canonicalResource("HTTPS://MCP.Example.com/"),
+    "https://mcp.example.com",
+  );
+  assert.equal(
+    canonicalResource("https://mcp.example.com/mcp#x"),
+    "https://mcp.example.com/mcp",
+  );
+});
+
+Deno.test("resource metadata: must be about the server asked, and name a server", () => {
+  const good = readResourceMetadata(
+    { resource: "https://h/mcp", authorization_servers: ["https://as"] },
+    "https://h/mcp",
+  );
+  assert.equal(typeof good, "object");
+  assert.match(
+    String(readResourceMetadata(
+      { resource: "https://evil/mcp", authorization_servers: ["https://as"] },
+      "https://h/mcp",
+    )),
+    /is for https:\/\/evil\/mcp/,
+  );
+  assert.match(
+    String(
+      readResourceMetadata({ resource: "https://h/mcp" }, "https://h/mcp"),
+    ),
+    /names no authorization server/,
+  );
+});
+
+Deno.test("server metadata: the issuer must match; S256 and iss support read", () => {
+  const body = {
+    issuer: "https://as",
+    authorization_endpoint: "https://as/auth",
+    token_endpoint: "https://as/token",
+    code_challenge_methods_supported: ["S256"],
+    authorization_response_iss_parameter_supported: true,
+  };
+  const metadata = readServerMetadata(body, "https://as");
+  assert.ok(typeof metadata === "object");
+  assert.deepEqual(metadata.codeChallengeMethods, ["S256"]);
+  assert.equal(metadata.issParameterSupported, true);
+  assert.match(
+    String(readServerMetadata(body, "https://other")),
+    /names issuer https:\/\/as, not https:\/\/other/,
+  );
+  assert.match(
+    String(readServerMetadata(
+      { ...body, token_endpoint: "http://as.example/token" },
+      "https://as",
+    )),
+    /lacks an https/,
+  );
+});
+
+Deno.test("chooseScopes: the challenge's, else scopes_supported, else the service's", () => {
+  assert.deepEqual(
+    chooseScopes({ challenge: "a b", supported: ["c"], configured: ["d"] }),
+    ["a", "b"],
+  );
+  assert.deepEqual(chooseScopes({ supported: ["c"], configured: ["d"] }), [
+    "c",
+  ]);
+  assert.deepEqual(chooseScopes({ configured: ["d"] }), ["d"]);
+  assert.deepEqual(chooseScopes({}), []);
+});
+
+Deno.test("authorization response: state, iss (RFC 9207), error, code", () => {
+  const expected = { state: "s", issuer: "https://as", issRequired: false };
+  const check = (query: string, options = expected) =>
+    checkAuthorizationResponse(new URLSearchParams(query), options);
+  assert.deepEqual(check("code=c&state=s"), { code: "c" });
+  assert.deepEqual(check("code=c&state=s&iss=https%3A%2F%2Fas"), { code: "c" });
+  assert.match(
+    (check("code=c&state=s&iss=https%3A%2F%2Fevil") as { problem: string })
+      .problem,
+    /RFC 9207/,
+  );
+  assert.match(
+    (check("code=c&state=s", { ...expected, issRequired: true }) as {
+      problem: string;
+    }).problem,
+    /lacks the iss/,
+  );
+  assert.match(
+    (check("code=c&state=x") as { problem: string }).problem,
+    /state does not match/,
+  );
+  assert.match(
+    (check("error=access_denied&state=s") as { problem: string }).problem,
+    /access_denied/,
+  );
+});
+
+Deno.test("pkcePair: S256 of the verifier, base64url without padding", async () => {
+  const { verifier, challenge } = await pkcePair();
+  assert.match(verifier, /^[A-Za-z0-9_-]{43}$/);
+  const digest = new Uint8Array(
+    await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)),
+  );
+  const expected = btoa(String.fromCharCode(...digest)).replaceAll("+", "-")
+    .replaceAll("/", "_").replace(/=+$/, "");
+  assert.equal(challenge, expected);
+});
+
+Deno.test("schema: oauth needs a url, its keys only apply to it, header defaults", () => {
+  const oauth = service(`
+[service]
+name = "r"
+[server]
+url = "https://mcp.example.com/mcp"
+[token]
+source = "oauth"
+scopes = ["a"]
+send_resource = false
+`);
+  assert.equal(oauth.token.header, "Authorization");
+  assert.equal(oauth.token.format, "Bearer {token}");
+  assert.deepEqual(oauth.token.scopes, ["a"]);
+  assert.throws(() =>
+    service(`
+[service]
+name = "r"
+[server]
+command = "x"
+[token]
+source = "oauth"
+`)
+  );
+  assert.throws(() =>
+    service(`
+[service]
+name = "r"
+[server]
+url = "https://mcp.example.com/mcp"
+[token]
+source = "secret"
+header = "Authorization"
+client_id = "x"
+`)
+  );
+});

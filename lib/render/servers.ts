@@ -148,26 +148,14 @@ function shimEntry(
   tokenEnv: string,
   shim: ShimContext | undefined,
 ): StdioEntry {
-  if (shim === undefined) {
-    throw new Error("a shim entry needs the session's shim context");
-  }
   const server = service.server as StdioServer;
-  const [command, ...selfArgs] = shim.command;
   const format = service.token.format === "{token}"
     ? []
     : ["--token-format", service.token.format];
-  return {
-    kind: "stdio",
-    command,
+  return sherlockEntry({
+    shim,
+    command: "shim",
     args: [
-      ...selfArgs,
-      "shim",
-      "--socket",
-      shim.socket,
-      "--session",
-      shim.session,
-      "--agent",
-      shim.agent,
       "--token-env",
       tokenEnv,
       ...format,
@@ -176,9 +164,47 @@ function shimEntry(
       server.command,
       ...server.args,
     ],
+    env: server.env,
+  });
+}
+
+/**
+ * A stdio entry that runs sherlock's `command` (shim or bridge) for the
+ * session: the session's socket, id and agent in its argv, the session's
+ * capability in its env (any local user can read argv).
+ */
+function sherlockEntry(
+  options: {
+    shim: ShimContext | undefined;
+    command: "shim" | "bridge";
+    args: string[];
+    env: Readonly<Record<string, string>>;
+  },
+): StdioEntry {
+  const { shim } = options;
+  if (shim === undefined) {
+    throw new Error(
+      `a ${options.command} entry needs the session's shim context`,
+    );
+  }
+  const [command, ...selfArgs] = shim.command;
+  return {
+    kind: "stdio",
+    command,
+    args: [
+      ...selfArgs,
+      options.command,
+      "--socket",
+      shim.socket,
+      "--session",
+      shim.session,
+      "--agent",
+      shim.agent,
+      ...options.args,
+    ],
     env: shim.capability === undefined
-      ? { ...server.env }
-      : { ...server.env, [CAPABILITY_ENV]: shim.capability },
+      ? { ...options.env }
+      : { ...options.env, [CAPABILITY_ENV]: shim.capability },
   };
 }
 
@@ -196,27 +222,15 @@ function bridgeEntry(
   server: RemoteServer,
   shim: ShimContext | undefined,
 ): StdioEntry {
-  if (shim === undefined) {
-    throw new Error("a bridge entry needs the session's shim context");
-  }
-  const [command, ...selfArgs] = shim.command;
   const { header, format } = service.token;
   const tokenHeader = header ?? BRIDGE_TOKEN_HEADER;
   const headers = Object.entries(server.headers)
     .filter(([name]) => name.toLowerCase() !== tokenHeader.toLowerCase())
     .flatMap(([name, value]) => ["--header", `${name}=${value}`]);
-  return {
-    kind: "stdio",
-    command,
+  return sherlockEntry({
+    shim,
+    command: "bridge",
     args: [
-      ...selfArgs,
-      "bridge",
-      "--socket",
-      shim.socket,
-      "--session",
-      shim.session,
-      "--agent",
-      shim.agent,
       "--url",
       server.url,
       ...(server.transport === "sse" ? ["--transport", "sse"] : []),
@@ -227,8 +241,6 @@ function bridgeEntry(
       ...headers,
       service.service.name,
     ],
-    env: shim.capability === undefined
-      ? {}
-      : { [CAPABILITY_ENV]: shim.capability },
-  };
+    env: {},
+  });
 }

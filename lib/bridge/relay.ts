@@ -22,6 +22,11 @@
  * @module
  */
 
+import {
+  applyTokenFormat,
+  BRIDGE_TOKEN_FORMAT,
+  BRIDGE_TOKEN_HEADER,
+} from "../render/servers.ts";
 import { readEvents } from "./sse.ts";
 import { type GetToken, TokenKeeper } from "./tokens.ts";
 
@@ -611,8 +616,10 @@ function withToken(
     headers: {
       ...options.headers,
       ...init.headers,
-      [options.tokenHeader ?? "Authorization"]: (options.tokenFormat ??
-        "Bearer {token}").replaceAll("{token}", () => token),
+      [options.tokenHeader ?? BRIDGE_TOKEN_HEADER]: applyTokenFormat(
+        options.tokenFormat ?? BRIDGE_TOKEN_FORMAT,
+        token,
+      ),
     },
   };
 }

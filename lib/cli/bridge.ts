@@ -17,7 +17,12 @@
  */
 
 import { NoPermissionError, UsageError } from "../errors.ts";
-import { CAPABILITY_ENV } from "../render/servers.ts";
+import { HEADER_NAME_PATTERN } from "../config/names.ts";
+import {
+  BRIDGE_TOKEN_FORMAT,
+  BRIDGE_TOKEN_HEADER,
+  CAPABILITY_ENV,
+} from "../render/servers.ts";
 import { sha256Hex } from "../runtime/sha256.ts";
 import { fetchToken } from "../broker/client.ts";
 import {
@@ -167,8 +172,8 @@ export function parseBridgeArguments(args: readonly string[]): BridgeOptions {
   if (transport !== "http" && transport !== "sse") {
     throw new UsageError('bridge: --transport must be "http" or "sse"');
   }
-  const tokenHeader = options.get("--token-header") ?? "Authorization";
-  if (!HEADER_NAME.test(tokenHeader)) {
+  const tokenHeader = options.get("--token-header") ?? BRIDGE_TOKEN_HEADER;
+  if (!HEADER_NAME_PATTERN.test(tokenHeader)) {
     throw new UsageError("bridge: --token-header is not a header name");
   }
   if (
@@ -180,7 +185,7 @@ export function parseBridgeArguments(args: readonly string[]): BridgeOptions {
       `bridge: --header cannot set ${tokenHeader}: the token comes from the broker`,
     );
   }
-  const tokenFormat = options.get("--token-format") ?? "Bearer {token}";
+  const tokenFormat = options.get("--token-format") ?? BRIDGE_TOKEN_FORMAT;
   if (!tokenFormat.includes("{token}")) {
     throw new UsageError("bridge: --token-format must contain {token}");
   }
@@ -197,13 +202,11 @@ export function parseBridgeArguments(args: readonly string[]): BridgeOptions {
   };
 }
 
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-
 /** `K=V` as a header (the token's own is refused by the caller). */
 function splitHeader(text: string): [string, string] {
   const at = text.indexOf("=");
   const name = at === -1 ? "" : text.slice(0, at).trim();
-  if (!HEADER_NAME.test(name)) {
+  if (!HEADER_NAME_PATTERN.test(name)) {
     throw new UsageError("bridge: --header takes NAME=VALUE");
   }
   const value = text.slice(at + 1);

@@ -208,9 +208,10 @@ function sherlockEntry(
   };
 }
 
-/** The header and format the bridge sends a token with unless told others. */
-const BRIDGE_TOKEN_HEADER = "Authorization";
-const BRIDGE_TOKEN_FORMAT = "Bearer {token}";
+/** The header the bridge sends a token in unless told another. */
+export const BRIDGE_TOKEN_HEADER = "Authorization";
+/** How the bridge writes a token into its header unless told otherwise. */
+export const BRIDGE_TOKEN_FORMAT = "Bearer {token}";
 
 /**
  * `sherlock bridge` as a stdio entry: everything but the token in its argv,

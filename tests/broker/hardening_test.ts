@@ -230,3 +230,21 @@ Deno.test("the daemon's broker.log is rotated by size too", () => {
     Deno.removeSync(folder, { recursive: true });
   }
 });
+
+Deno.test("a broker.log message cannot forge an entry or reach the reader's terminal", () => {
+  const folder = Deno.makeTempDirSync();
+  try {
+    const path = join(folder, "broker.log");
+    const log = brokerLogWriter(path);
+    log("service a\\n\nfake 2026-01-01T00:00:00Z entry\x1b[31m\tend");
+    const text = Deno.readTextFileSync(path);
+    assert.equal(text.split("\n").length, 2, "one entry, one line");
+    assert.match(
+      text,
+      / service a\\\\n\\nfake 2026-01-01T00:00:00Z entry\\x1b\[31m\\tend\n$/,
+    );
+    assert.ok(!text.includes("\x1b"), "no raw escape character");
+  } finally {
+    Deno.removeSync(folder, { recursive: true });
+  }
+});

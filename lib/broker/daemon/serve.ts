@@ -54,7 +54,8 @@ export interface ServeOptions {
 
 /**
  * The daemon's log in the background: timestamped lines appended to `path`
- * (0600), rotated by size like the audit log.
+ * (0600), rotated by size like the audit log. Each entry stays one line
+ * (see {@linkcode oneLogLine}), so a message cannot forge another entry.
  */
 export function brokerLogWriter(
   path: string,
@@ -62,11 +63,32 @@ export function brokerLogWriter(
 ): (line: string) => void {
   return (line) => {
     try {
-      appendRotating(path, `${new Date().toISOString()} ${line}\n`, rotation);
+      appendRotating(
+        path,
+        `${new Date().toISOString()} ${oneLogLine(line)}\n`,
+        rotation,
+      );
     } catch {
       // A full disk must not stop the daemon; the line is lost.
     }
   };
+}
+
+/**
+ * `line` with backslashes and control characters escaped (`\\`, `\n`,
+ * `\x1b`…): a message that quotes a name or a server's answer can neither
+ * start a new log entry nor send escape sequences to the terminal of whoever
+ * reads the log.
+ */
+export function oneLogLine(line: string): string {
+  // deno-lint-ignore no-control-regex -- control characters are the point
+  return line.replace(/[\\\x00-\x1f\x7f]/g, (character) => {
+    if (character === "\\") return "\\\\";
+    if (character === "\n") return "\\n";
+    if (character === "\t") return "\\t";
+    if (character === "\r") return "\\r";
+    return `\\x${character.charCodeAt(0).toString(16).padStart(2, "0")}`;
+  });
 }
 
 /** What {@linkcode serveBroker} did. */

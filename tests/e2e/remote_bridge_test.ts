@@ -1,6 +1,8 @@
 /**
- * Real agent CLIs reach a remote MCP server with a token through sherlock's
- * bridge, the default delivery of a remote service with a token: the
+ * Every built-in agent's real CLI (Copilot, Claude Code, Codex, Gemini,
+ * Qwen Code, Amp, opencode) reaches a remote MCP server with a token
+ * through sherlock's bridge, the default delivery of a remote service with
+ * a token: the
  * remote fixture (tests/fixtures/remote_mcp_server.ts, Streamable HTTP or
  * legacy SSE behind a bearer token) runs in this process; the service's
  * token is a stored secret; `sherlock <agent> …` renders a stdio entry that
@@ -11,7 +13,8 @@
  * file, or Codex's argv) runs the bridge and holds no token; no process but
  * the bridge ever had the token, in its environment or argv (the bridge
  * holds it in memory only: it is in no environment at all); after SIGTERM
- * nothing is left running and no file or output holds the token.
+ * (or the CLI's own exit: Amp and opencode end by themselves) nothing is
+ * left running and no file or output holds the token.
  *
  * @module
  */
@@ -33,7 +36,16 @@ import {
 } from "./harness.ts";
 import { watchProcesses } from "./process_watch.ts";
 import { filesContaining } from "./sherlock_case.ts";
-import { type AgentRecipe, claude, codex, gemini } from "./recipes.ts";
+import {
+  type AgentRecipe,
+  amp,
+  claude,
+  codex,
+  copilot,
+  gemini,
+  opencode,
+  qwen,
+} from "./recipes.ts";
 
 /** The remote service's name. */
 const SERVICE = "remote";
@@ -164,4 +176,20 @@ Deno.test("remote bridge: claude lists a Streamable HTTP server's tools through 
 
 Deno.test("remote bridge: gemini (merged settings) lists a remote server's tools through sherlock bridge", async () => {
   await runBridgeCase(gemini, "http");
+});
+
+Deno.test("remote bridge: copilot lists a Streamable HTTP server's tools through sherlock bridge", async () => {
+  await runBridgeCase(copilot, "http");
+});
+
+Deno.test("remote bridge: qwen lists a Streamable HTTP server's tools through sherlock bridge", async () => {
+  await runBridgeCase(qwen, "http");
+});
+
+Deno.test("remote bridge: amp lists a Streamable HTTP server's tools through sherlock bridge", async () => {
+  await runBridgeCase(amp, "http");
+});
+
+Deno.test("remote bridge: opencode lists a Streamable HTTP server's tools through sherlock bridge", async () => {
+  await runBridgeCase(opencode, "http");
 });

@@ -105,6 +105,35 @@ export const claude: AgentRecipe = {
   endsByItself: false,
 };
 
+/**
+ * Claude Code answering one prompt with a call of `tool` (its MCP name,
+ * `mcp__<server>__<tool>`), allowed by `--allowedTools`: the Anthropic API
+ * at `modelUrl`, a scripted endpoint on loopback
+ * (tests/e2e/fixtures/scripted_anthropic.ts). Tool search is off, else the
+ * MCP tools wait behind its `ToolSearch` tool and the first request offers
+ * only a placeholder. Print mode exits by itself after the final answer.
+ */
+export function claudeCallingTool(
+  options: { modelUrl: string; tool: string },
+): AgentRecipe {
+  return {
+    ...claude,
+    args: [
+      "-p",
+      "Call the tool you were given.",
+      "--strict-mcp-config",
+      `--allowedTools=${options.tool}`,
+    ],
+    env: (home) => ({
+      ...claude.env(home),
+      ANTHROPIC_BASE_URL: options.modelUrl,
+      ENABLE_TOOL_SEARCH: "false",
+    }),
+    awaitExit: true,
+    endsByItself: true,
+  };
+}
+
 /** A TOML basic string (Codex's `-c` values are TOML). */
 function tomlString(text: string): string {
   return JSON.stringify(text); // JSON escapes are valid TOML basic-string escapes

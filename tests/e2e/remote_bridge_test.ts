@@ -10,7 +10,11 @@
  * browser, and the remote server checking each access token's signature
  * and audience. `sherlock <agent> …` renders a stdio entry that runs
  * `sherlock bridge`, and the real CLI starts it and lists the remote
- * server's tools (its model is a closed port, so nothing calls them).
+ * server's tools (its model is a closed port, so nothing calls them). In
+ * one case Claude Code calls one: its model is a scripted endpoint on
+ * loopback (tests/e2e/fixtures/scripted_anthropic.ts; the Anthropic API
+ * cannot be reached here) that answers with a `tool_use` of the remote
+ * tool, then with a final text once the tool's result came back.
  *
  * Checked: the server got `initialize` and `tools/list` with the broker's
  * token (no 401 in the session); the rendered config (file, the operator's
@@ -36,8 +40,10 @@ import { sherlockCommand } from "../helpers/sherlock.ts";
 import { browserEnv, startAuthServer } from "../fixtures/oauth/mod.ts";
 import {
   type RemoteCounts,
+  sha256,
   startRemoteMcpServer,
 } from "../fixtures/remote_mcp_server.ts";
+import { startScriptedAnthropic } from "./fixtures/scripted_anthropic.ts";
 import {
   CLI_PINS,
   delay,
@@ -51,6 +57,7 @@ import {
   type AgentRecipe,
   amp,
   claude,
+  claudeCallingTool,
   codex,
   copilot,
   gemini,
@@ -311,4 +318,28 @@ Deno.test("remote bridge: claude lists tools through the bridge with an OAuth gr
   const { accepted } = await runBridgeCase(claude, { source: "oauth" });
   // A JWT from the authorization server, not a stored secret.
   assert.match(accepted[0], /^[\w-]+\.[\w-]+\.[\w-]+$/);
+});
+
+Deno.test("remote bridge: claude calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
+  // The Anthropic API cannot be reached here: a scripted endpoint on
+  // loopback stands in for the model (tests/e2e/fixtures/scripted_anthropic.ts).
+  const finalText = `the remote answer came back ${crypto.randomUUID()}`;
+  await using model = await startScriptedAnthropic({
+    pickTool: (names) => names.find((name) => /^mcp__.+__whoami$/.test(name)),
+    finalText,
+  });
+  const tool = `mcp__${SERVICE}__whoami`;
+  const { counts, accepted, stdout } = await runBridgeCase(
+    claudeCallingTool({ modelUrl: model.url, tool }),
+  );
+  assert.equal(
+    model.calledTool,
+    tool,
+    "claude named the remote tool otherwise",
+  );
+  assert.equal(counts.methods["tools/call"], 1);
+  // whoami answers the SHA-256 of the token its call came with: the
+  // broker's, and that answer reached the model.
+  assert.deepEqual(model.toolResults(), [sha256(accepted[0])]);
+  assert.ok(stdout.includes(finalText), `claude printed: ${stdout}`);
 });

@@ -140,6 +140,27 @@ function tomlString(text: string): string {
 }
 
 /**
+ * Codex's `exec` arguments with a Responses provider at `modelUrl`, the
+ * `-c` overrides in `more`, then the prompt.
+ */
+function codexExec(
+  options: { modelUrl: string; more?: string[]; prompt: string },
+): string[] {
+  return [
+    "exec",
+    "--skip-git-repo-check",
+    "-c",
+    'model_provider="e2e"',
+    "-c",
+    `model_providers.e2e={name="e2e",base_url=${
+      tomlString(options.modelUrl)
+    },wire_api="responses"}`,
+    ...(options.more ?? []).flatMap((override) => ["-c", override]),
+    options.prompt,
+  ];
+}
+
+/**
  * OpenAI Codex CLI: sherlock adds `-c mcp_servers.<name>={…}` before the
  * agent's arguments, so before `exec`; a mock Responses provider at a
  * closed port.
@@ -148,21 +169,40 @@ export const codex: AgentRecipe = {
   agent: "codex",
   cli: "codex",
   clientName: "codex-mcp-client",
-  args: [
-    "exec",
-    "--skip-git-repo-check",
-    "-c",
-    'model_provider="e2e"',
-    "-c",
-    `model_providers.e2e={name="e2e",base_url=${
-      tomlString(`${CLOSED_MODEL_URL}/v1`)
-    },wire_api="responses"}`,
-    "hi",
-  ],
+  args: codexExec({ modelUrl: `${CLOSED_MODEL_URL}/v1`, prompt: "hi" }),
   env: () => ({}),
   shimForced: true,
   endsByItself: false,
 };
+
+/**
+ * Codex answering one prompt with a call of `tool` of MCP server `server`:
+ * the Responses API at `modelUrl`, a scripted endpoint on loopback
+ * (tests/e2e/fixtures/scripted_responses.ts). A model name its catalog does
+ * not know, else the default model's tools are JavaScript-only ("code
+ * mode": MCP tools only inside its `exec` tool); the tool's
+ * `approval_mode = "approve"`, else `exec` refuses MCP calls ("requires
+ * approval, but approval policy is never"). `exec` exits by itself after
+ * the final answer.
+ */
+export function codexCallingTool(
+  options: { modelUrl: string; server: string; tool: string },
+): AgentRecipe {
+  const { server, tool } = options;
+  return {
+    ...codex,
+    args: codexExec({
+      modelUrl: options.modelUrl,
+      more: [
+        'model="e2e-model"',
+        `mcp_servers.${server}.tools.${tool}.approval_mode="approve"`,
+      ],
+      prompt: "Call the tool you were given.",
+    }),
+    awaitExit: true,
+    endsByItself: true,
+  };
+}
 
 /**
  * What the tests put in the throwaway `~/.gemini/settings.json` before

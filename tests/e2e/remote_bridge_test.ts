@@ -11,10 +11,11 @@
  * and audience. `sherlock <agent> …` renders a stdio entry that runs
  * `sherlock bridge`, and the real CLI starts it and lists the remote
  * server's tools (its model is a closed port, so nothing calls them). In
- * one case Claude Code calls one: its model is a scripted endpoint on
- * loopback (tests/e2e/fixtures/scripted_anthropic.ts; the Anthropic API
- * cannot be reached here) that answers with a `tool_use` of the remote
- * tool, then with a final text once the tool's result came back.
+ * two cases Claude Code and Codex call one: their model is a scripted
+ * endpoint on loopback (tests/e2e/fixtures/scripted_anthropic.ts and
+ * scripted_responses.ts; the real APIs cannot be reached here) that
+ * answers with a call of the remote tool, then with a final text once the
+ * tool's result came back.
  *
  * Checked: the server got `initialize` and `tools/list` with the broker's
  * token (no 401 in the session); the rendered config (file, the operator's
@@ -44,6 +45,7 @@ import {
   startRemoteMcpServer,
 } from "../fixtures/remote_mcp_server.ts";
 import { startScriptedAnthropic } from "./fixtures/scripted_anthropic.ts";
+import { startScriptedResponses } from "./fixtures/scripted_responses.ts";
 import {
   CLI_PINS,
   delay,
@@ -59,6 +61,7 @@ import {
   claude,
   claudeCallingTool,
   codex,
+  codexCallingTool,
   copilot,
   gemini,
   opencode,
@@ -324,7 +327,7 @@ Deno.test("remote bridge: claude calls a remote server's tool through sherlock b
   // The Anthropic API cannot be reached here: a scripted endpoint on
   // loopback stands in for the model (tests/e2e/fixtures/scripted_anthropic.ts).
   const finalText = `the remote answer came back ${crypto.randomUUID()}`;
-  await using model = await startScriptedAnthropic({
+  await using model = startScriptedAnthropic({
     pickTool: (names) => names.find((name) => /^mcp__.+__whoami$/.test(name)),
     finalText,
   });
@@ -342,4 +345,25 @@ Deno.test("remote bridge: claude calls a remote server's tool through sherlock b
   // broker's, and that answer reached the model.
   assert.deepEqual(model.toolResults(), [sha256(accepted[0])]);
   assert.ok(stdout.includes(finalText), `claude printed: ${stdout}`);
+});
+
+Deno.test("remote bridge: codex calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
+  // The OpenAI API cannot be reached here: a scripted endpoint on loopback
+  // stands in for the model (tests/e2e/fixtures/scripted_responses.ts).
+  const finalText = `the remote answer came back ${crypto.randomUUID()}`;
+  await using model = startScriptedResponses({
+    pickTool: (names) => names.find((name) => /^mcp__.+\.whoami$/.test(name)),
+    finalText,
+  });
+  const { counts, accepted, stdout } = await runBridgeCase(
+    codexCallingTool({ modelUrl: model.url, server: SERVICE, tool: "whoami" }),
+  );
+  assert.equal(model.calledTool, `mcp__${SERVICE}.whoami`);
+  assert.equal(counts.methods["tools/call"], 1);
+  // Codex sends a wall-time line, then the tool's text.
+  assert.ok(
+    model.toolResults().includes(sha256(accepted[0])),
+    `the tool's answer did not reach the model: ${model.toolResults()}`,
+  );
+  assert.ok(stdout.includes(finalText), `codex printed: ${stdout}`);
 });

@@ -147,6 +147,10 @@ async function runBridgeCase(
   // server saw and the refresh tokens the authorization server issued.
   const secrets = () =>
     as === undefined ? [secret] : [...accepted, ...as.refreshTokenValues()];
+  assert.ok(
+    secrets().length > 0,
+    "no refresh token was issued: the search for one would be blind",
+  );
   const seeded =
     await recipe.seed?.(home, join(home.scratch, "operator.jsonl")) ??
       [];
@@ -230,10 +234,6 @@ async function runBridgeCase(
     "files under the throwaway tree hold a token",
   );
   if (as !== undefined) {
-    assert.ok(
-      as.refreshTokenValues().length > 0,
-      "no refresh token was issued: the search for one would be blind",
-    );
     // The daemon holds the grant in memory (its store is encrypted, and
     // searched above): not in its argv or environment either.
     for (const pid of home.daemonPids()) {

@@ -25,9 +25,9 @@ export interface Sighting {
   cmdlines: string[];
   /** Whether its environment could be read at least once. */
   environRead: boolean;
-  /** Whether the token was ever in its environment. */
+  /** Whether a token was ever in its environment. */
   tokenInEnviron: boolean;
-  /** Whether the token was ever in its command line. */
+  /** Whether a token was ever in its command line. */
   tokenInCmdline: boolean;
 }
 

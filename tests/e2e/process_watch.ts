@@ -25,9 +25,9 @@ export interface Sighting {
   cmdlines: string[];
   /** Whether its environment could be read at least once. */
   environRead: boolean;
-  /** Whether the token was ever in its environment. */
+  /** Whether a token was ever in its environment. */
   tokenInEnviron: boolean;
-  /** Whether the token was ever in its command line. */
+  /** Whether a token was ever in its command line. */
   tokenInCmdline: boolean;
 }
 
@@ -37,6 +37,13 @@ export interface WatchOptions {
   root: number;
   /** The text to look for. */
   token: string;
+  /**
+   * More texts to look for, asked for on each round: tokens learnt while
+   * the tree runs (an OAuth access token first seen by the server). A
+   * process is searched for them each time it is looked at, so one that
+   * exits before a token is learnt is searched for the others only.
+   */
+  moreTokens?: () => readonly string[];
   /** Files to read on each round (returns paths; missing ones are skipped). */
   files?: () => string[];
   /** How often to look (default 20 ms). */
@@ -58,6 +65,8 @@ export function watchProcesses(options: WatchOptions): ProcessWatch {
   const sightings = new Map<number, Sighting>();
   const files = new Map<string, string[]>();
   const look = () => {
+    const tokens = [options.token, ...options.moreTokens?.() ?? []];
+    const holds = (text: string) => tokens.some((t) => text.includes(t));
     for (const proc of treeAndGroup(options.root)) {
       const sighting = sightings.get(proc.pid) ?? {
         pid: proc.pid,
@@ -73,12 +82,12 @@ export function watchProcesses(options: WatchOptions): ProcessWatch {
       if (cmdline !== undefined && cmdline !== "") {
         const shown = cmdline.split("\0").join(" ").trim();
         if (!sighting.cmdlines.includes(shown)) sighting.cmdlines.push(shown);
-        if (cmdline.includes(options.token)) sighting.tokenInCmdline = true;
+        if (holds(cmdline)) sighting.tokenInCmdline = true;
       }
       const environ = readProc(proc.pid, "environ");
       if (environ !== undefined && environ !== "") {
         sighting.environRead = true;
-        if (environ.includes(options.token)) sighting.tokenInEnviron = true;
+        if (holds(environ)) sighting.tokenInEnviron = true;
       }
       sightings.set(proc.pid, sighting);
     }

@@ -105,9 +105,59 @@ export const claude: AgentRecipe = {
   endsByItself: false,
 };
 
+/**
+ * Claude Code answering one prompt with a call of `tool` (its MCP name,
+ * `mcp__<server>__<tool>`), allowed by `--allowedTools`: the Anthropic API
+ * at `modelUrl`, a scripted endpoint on loopback
+ * (tests/e2e/fixtures/scripted_anthropic.ts). Tool search is off, else the
+ * MCP tools wait behind its `ToolSearch` tool and the first request offers
+ * only a placeholder. Print mode exits by itself after the final answer.
+ */
+export function claudeCallingTool(
+  options: { modelUrl: string; tool: string },
+): AgentRecipe {
+  return {
+    ...claude,
+    args: [
+      "-p",
+      "Call the tool you were given.",
+      "--strict-mcp-config",
+      `--allowedTools=${options.tool}`,
+    ],
+    env: (home) => ({
+      ...claude.env(home),
+      ANTHROPIC_BASE_URL: options.modelUrl,
+      ENABLE_TOOL_SEARCH: "false",
+    }),
+    awaitExit: true,
+    endsByItself: true,
+  };
+}
+
 /** A TOML basic string (Codex's `-c` values are TOML). */
 function tomlString(text: string): string {
   return JSON.stringify(text); // JSON escapes are valid TOML basic-string escapes
+}
+
+/**
+ * Codex's `exec` arguments with a Responses provider at `modelUrl`, the
+ * `-c` overrides in `more`, then the prompt.
+ */
+function codexExec(
+  options: { modelUrl: string; more?: string[]; prompt: string },
+): string[] {
+  return [
+    "exec",
+    "--skip-git-repo-check",
+    "-c",
+    'model_provider="e2e"',
+    "-c",
+    `model_providers.e2e={name="e2e",base_url=${
+      tomlString(options.modelUrl)
+    },wire_api="responses"}`,
+    ...(options.more ?? []).flatMap((override) => ["-c", override]),
+    options.prompt,
+  ];
 }
 
 /**
@@ -119,21 +169,40 @@ export const codex: AgentRecipe = {
   agent: "codex",
   cli: "codex",
   clientName: "codex-mcp-client",
-  args: [
-    "exec",
-    "--skip-git-repo-check",
-    "-c",
-    'model_provider="e2e"',
-    "-c",
-    `model_providers.e2e={name="e2e",base_url=${
-      tomlString(`${CLOSED_MODEL_URL}/v1`)
-    },wire_api="responses"}`,
-    "hi",
-  ],
+  args: codexExec({ modelUrl: `${CLOSED_MODEL_URL}/v1`, prompt: "hi" }),
   env: () => ({}),
   shimForced: true,
   endsByItself: false,
 };
+
+/**
+ * Codex answering one prompt with a call of `tool` of MCP server `server`:
+ * the Responses API at `modelUrl`, a scripted endpoint on loopback
+ * (tests/e2e/fixtures/scripted_responses.ts). A model name its catalog does
+ * not know, else the default model's tools are JavaScript-only ("code
+ * mode": MCP tools only inside its `exec` tool); the tool's
+ * `approval_mode = "approve"`, else `exec` refuses MCP calls ("requires
+ * approval, but approval policy is never"). `exec` exits by itself after
+ * the final answer.
+ */
+export function codexCallingTool(
+  options: { modelUrl: string; server: string; tool: string },
+): AgentRecipe {
+  const { server, tool } = options;
+  return {
+    ...codex,
+    args: codexExec({
+      modelUrl: options.modelUrl,
+      more: [
+        'model="e2e-model"',
+        `mcp_servers.${server}.tools.${tool}.approval_mode="approve"`,
+      ],
+      prompt: "Call the tool you were given.",
+    }),
+    awaitExit: true,
+    endsByItself: true,
+  };
+}
 
 /**
  * What the tests put in the throwaway `~/.gemini/settings.json` before

@@ -1,28 +1,51 @@
 /**
- * Real agent CLIs reach a remote MCP server with a token through sherlock's
- * bridge, the default delivery of a remote service with a token: the
- * remote fixture (tests/fixtures/remote_mcp_server.ts, Streamable HTTP or
- * legacy SSE behind a bearer token) runs in this process; the service's
- * token is a stored secret; `sherlock <agent> …` renders a stdio entry that
- * runs `sherlock bridge`, and the real CLI starts it and lists the remote
- * server's tools (its model is a closed port, so nothing calls them).
+ * Every built-in agent's real CLI (Copilot, Claude Code, Codex, Gemini,
+ * Qwen Code, Amp, opencode) reaches a remote MCP server with a token
+ * through sherlock's bridge, the default delivery of a remote service with
+ * a token. The remote fixture (tests/fixtures/remote_mcp_server.ts,
+ * Streamable HTTP or legacy SSE behind a bearer token) runs in this
+ * process. The service's token is a stored secret, or, in one case, an
+ * OAuth grant: the fixture's real authorization server (oidc-provider,
+ * tests/fixtures/oauth/), `sherlock auth` approved by the headless
+ * browser, and the remote server checking each access token's signature
+ * and audience. `sherlock <agent> …` renders a stdio entry that runs
+ * `sherlock bridge`, and the real CLI starts it and lists the remote
+ * server's tools (its model is a closed port, so nothing calls them). In
+ * two cases Claude Code and Codex call one: their model is a scripted
+ * endpoint on loopback (tests/e2e/fixtures/scripted_anthropic.ts and
+ * scripted_responses.ts; the real APIs cannot be reached here) that
+ * answers with a call of the remote tool, then with a final text once the
+ * tool's result came back.
+ *
  * Checked: the server got `initialize` and `tools/list` with the broker's
- * token (never a 401); the rendered config (file, the operator's merged
- * file, or Codex's argv) runs the bridge and holds no token; no process but
- * the bridge ever had the token, in its environment or argv (the bridge
- * holds it in memory only: it is in no environment at all); after SIGTERM
- * nothing is left running and no file or output holds the token.
+ * token (no 401 in the session); the rendered config (file, the operator's
+ * merged file, or Codex's argv) runs the bridge and holds no token; no
+ * process ever had a token in its environment or argv (the bridge holds it
+ * in memory only); after SIGTERM (or the CLI's own exit: Amp and opencode
+ * end by themselves) nothing is left running and no file or output holds a
+ * token. With OAuth, "a token" is every access token the server saw and
+ * every refresh token the authorization server issued: the daemon's memory
+ * is the only place they may be (its store is encrypted; its argv and
+ * environment are searched too).
  *
  * @module
  */
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createBrokerHome } from "../helpers/broker_home.ts";
+import { type BrokerHome, createBrokerHome } from "../helpers/broker_home.ts";
 import { listNames, type TestHome } from "../helpers/home.ts";
+import { filesContaining } from "../helpers/leaks.ts";
 import { tokenServiceToml } from "../helpers/profiles.ts";
 import { sherlockCommand } from "../helpers/sherlock.ts";
-import { startRemoteMcpServer } from "../fixtures/remote_mcp_server.ts";
+import { browserEnv, startAuthServer } from "../fixtures/oauth/mod.ts";
+import {
+  type RemoteCounts,
+  sha256,
+  startRemoteMcpServer,
+} from "../fixtures/remote_mcp_server.ts";
+import { startScriptedAnthropic } from "./fixtures/scripted_anthropic.ts";
+import { startScriptedResponses } from "./fixtures/scripted_responses.ts";
 import {
   CLI_PINS,
   delay,
@@ -32,21 +55,76 @@ import {
   type StopResult,
 } from "./harness.ts";
 import { watchProcesses } from "./process_watch.ts";
-import { filesContaining } from "./sherlock_case.ts";
-import { type AgentRecipe, claude, codex, gemini } from "./recipes.ts";
+import {
+  type AgentRecipe,
+  amp,
+  claude,
+  claudeCallingTool,
+  codex,
+  codexCallingTool,
+  copilot,
+  gemini,
+  opencode,
+  qwen,
+} from "./recipes.ts";
 
 /** The remote service's name. */
 const SERVICE = "remote";
 
-/** Runs `recipe` with one remote service on `transport`; checks the module's list. */
+/** How one case runs. */
+interface BridgeCase {
+  /** The remote server's transport (default `http`, Streamable HTTP). */
+  transport?: "http" | "sse";
+  /**
+   * Where the broker gets the token: a stored secret (default), or an
+   * OAuth grant from the fixture's authorization server, given by
+   * `sherlock auth` through the headless browser.
+   */
+  source?: "secret" | "oauth";
+}
+
+/** What a case saw, for a test's own checks on top of the module's list. */
+interface BridgeOutcome {
+  /** What reached the remote server. */
+  counts: RemoteCounts;
+  /** Each token the remote server accepted (the OAuth access tokens). */
+  accepted: string[];
+  /** What sherlock (so the agent) printed on stdout. */
+  stdout: string;
+}
+
+/** Runs `recipe` with one remote service; checks the module's list. */
 async function runBridgeCase(
   recipe: AgentRecipe,
-  transport: "http" | "sse",
-): Promise<void> {
+  options: BridgeCase = {},
+): Promise<BridgeOutcome> {
   const { agent, cli: key } = recipe;
+  const transport = options.transport ?? "http";
+  const source = options.source ?? "secret";
   const { [key]: cliPath } = await installClis([key]);
-  const token = `e2e_${crypto.randomUUID().replaceAll("-", "")}`;
-  await using remote = await startRemoteMcpServer({ token });
+  const secret = `e2e_${crypto.randomUUID().replaceAll("-", "")}`;
+  const accepted = new Set<string>();
+  await using as = source === "oauth" ? await startAuthServer() : undefined;
+  // The server's URL is its resource, known once it listens.
+  const late: { url?: string } = {};
+  const good = async (bearer: string) =>
+    as === undefined
+      ? bearer === secret
+      : await as.verifyAccessToken(bearer, { resource: late.url! })
+        .then(() => true, () => false);
+  await using remote = await startRemoteMcpServer({
+    async verify(bearer) {
+      if (!await good(bearer)) return false;
+      accepted.add(bearer);
+      return true;
+    },
+    resourceMetadata: as && (() => ({
+      resource: late.url,
+      authorization_servers: [as.issuer],
+      scopes_supported: ["mcp:tools"],
+    })),
+  });
+  late.url = remote.url;
   await using home = await createBrokerHome();
   home.env.TERM = "dumb";
   Deno.symlinkSync(cliPath, join(home.bin, CLI_PINS[key].bin));
@@ -54,17 +132,24 @@ async function runBridgeCase(
     home.writeProfile(agent, recipe.profile(CLI_PINS[key].bin));
   }
   await home.login();
-  const set = await home.sherlock(["secret", "set", SERVICE], {
-    stdin: token,
-  });
-  assert.equal(set.code, 0, `secret set failed: ${set.stderr}`);
   const url = transport === "sse" ? remote.sseUrl : remote.url;
   home.writeService(
     SERVICE,
-    tokenServiceToml({ name: SERVICE, source: "secret", url }).replace(
+    tokenServiceToml({ name: SERVICE, source, url }).replace(
       "[token]",
       `transport = "${transport}"\n\n[token]`,
     ),
+  );
+  const printed = await giveToken(home, source, secret);
+  // `sherlock auth` asks without a token first, to read the 401's challenge.
+  const refusedBefore = remote.counts.unauthorized;
+  // Every secret of the case: the stored one, or the access tokens the
+  // server saw and the refresh tokens the authorization server issued.
+  const secrets = () =>
+    as === undefined ? [secret] : [...accepted, ...as.refreshTokenValues()];
+  assert.ok(
+    secrets().length > 0,
+    "no refresh token was issued: the search for one would be blind",
   );
   const seeded =
     await recipe.seed?.(home, join(home.scratch, "operator.jsonl")) ??
@@ -74,14 +159,16 @@ async function runBridgeCase(
   const cli = startCli(deno, { args, env, cwd: home.work });
   const watch = watchProcesses({
     root: cli.pid,
-    token,
+    token: secrets()[0],
+    moreTokens: secrets,
     files: () => [...renderedFiles(home, agent), ...seeded],
   });
   const listed = () => (remote.counts.methods["tools/list"] ?? 0) > 0;
+  const done = recipe.awaitExit ? () => cli.exited() : listed;
   let stop: StopResult;
   try {
     const deadline = performance.now() + 120_000;
-    while (!listed()) {
+    while (!done()) {
       if (cli.exited() || performance.now() > deadline) {
         throw new Error(
           `${agent} never listed the remote server's tools (${
@@ -102,10 +189,17 @@ async function runBridgeCase(
     watch.stop();
   }
   const output = cli.output();
+  const tokens = secrets();
 
   // The server was reached with the broker's token, through the bridge.
+  assert.ok(listed(), `${agent} never listed the remote server's tools`);
   assert.ok((remote.counts.methods.initialize ?? 0) >= 1);
-  assert.equal(remote.counts.unauthorized, 0, "a request had a bad token");
+  assert.equal(
+    remote.counts.unauthorized,
+    refusedBefore,
+    "a request of the session had a bad token",
+  );
+  assert.ok(accepted.size > 0, "the server accepted no token");
   const rendered =
     [...watch.files.values()].flat().find((text) =>
       text.includes(`"${SERVICE}"`)
@@ -113,7 +207,10 @@ async function runBridgeCase(
       .find((line) => line.includes(`mcp_servers.${SERVICE}=`));
   assert.ok(rendered !== undefined, `never saw ${agent}'s rendered config`);
   assert.match(rendered, /main\.ts"?,?\s*"?bridge\b/, "no bridge entry");
-  assert.ok(!rendered.includes(token), "the config holds the token");
+  assert.ok(
+    !tokens.some((t) => rendered.includes(t)),
+    "the config holds a token",
+  );
   const sightings = [...watch.sightings.values()];
   assert.ok(
     sightings.some((s) => s.cmdlines.some((line) => /\bbridge\b/.test(line))),
@@ -121,26 +218,64 @@ async function runBridgeCase(
   );
   const leaks = sightings.filter((s) => s.tokenInEnviron || s.tokenInCmdline)
     .map((s) => `${s.pid}: ${s.cmdlines.join(" | ")}`);
-  assert.deepEqual(leaks, [], "the token is in these processes' env or argv");
+  assert.deepEqual(leaks, [], "a token is in these processes' env or argv");
 
   // Stopped and cleaned up.
   assert.deepEqual(stop.leftovers, [], `${agent} left processes behind`);
-  assert.ok(!output.includes(token), "sherlock's output shows the token");
+  for (const text of [output, printed]) {
+    assert.ok(
+      !tokens.some((t) => text.includes(t)),
+      "sherlock printed a token",
+    );
+  }
   assert.deepEqual(
-    filesContaining(home.root, token, [home.scratch]),
+    filesContaining(home.root, tokens, [home.scratch]),
     [],
-    "files under the throwaway tree hold the token",
+    "files under the throwaway tree hold a token",
   );
+  if (as !== undefined) {
+    // The daemon holds the grant in memory (its store is encrypted, and
+    // searched above): not in its argv or environment either.
+    for (const pid of home.daemonPids()) {
+      for (const file of ["cmdline", "environ"]) {
+        const text = Deno.readTextFileSync(`/proc/${pid}/${file}`);
+        assert.ok(!tokens.some((t) => text.includes(t)), `daemon's ${file}`);
+      }
+    }
+  }
   // Not asserted: whether the remote session was DELETEd depends on how the
   // agent ends its servers (a closed stdin or SIGTERM: yes; SIGKILL: no).
   const open = remote.openSessions();
   console.log(
-    `${agent} ${CLI_PINS[key].version} via sherlock bridge (${transport}): ` +
-      `${remote.counts.methods["tools/list"]} tools/list, ` +
-      `${remote.counts.requests} requests, stopped in ${
-        Math.round(stop.ms)
-      } ms, ${open} remote session(s) left open`,
+    `${agent} ${CLI_PINS[key].version} via sherlock bridge (${transport}, ` +
+      `${source}): ${remote.counts.methods["tools/list"]} tools/list, ` +
+      `${remote.counts.methods["tools/call"] ?? 0} tools/call, ` +
+      `${remote.counts.requests} requests, ${
+        stop.signalled ? `stopped in ${Math.round(stop.ms)} ms` : "exited"
+      }, ${open} remote session(s) left open`,
   );
+  return {
+    counts: structuredClone(remote.counts),
+    accepted: [...accepted],
+    stdout: cli.stdout(),
+  };
+}
+
+/**
+ * Gives the broker the service's token: stores `secret`, or authorizes the
+ * service with `sherlock auth` through the headless browser. Returns what
+ * sherlock printed.
+ */
+async function giveToken(
+  home: BrokerHome,
+  source: "secret" | "oauth",
+  secret: string,
+): Promise<string> {
+  const result = source === "secret"
+    ? await home.sherlock(["secret", "set", SERVICE], { stdin: secret })
+    : await home.sherlock(["auth", SERVICE], { env: browserEnv() });
+  assert.equal(result.code, 0, `giving the token failed: ${result.stderr}`);
+  return result.stdout + result.stderr;
 }
 
 /** The files in which sherlock's config for `agent` may show. */
@@ -151,17 +286,84 @@ function renderedFiles(home: TestHome, agent: string): string[] {
 }
 
 Deno.test("remote bridge: codex lists a Streamable HTTP server's tools through sherlock bridge", async () => {
-  await runBridgeCase(codex, "http");
+  await runBridgeCase(codex);
 });
 
 Deno.test("remote bridge: codex reaches a legacy SSE server through the bridge", async () => {
-  await runBridgeCase(codex, "sse");
+  await runBridgeCase(codex, { transport: "sse" });
 });
 
 Deno.test("remote bridge: claude lists a Streamable HTTP server's tools through sherlock bridge", async () => {
-  await runBridgeCase(claude, "http");
+  await runBridgeCase(claude);
 });
 
 Deno.test("remote bridge: gemini (merged settings) lists a remote server's tools through sherlock bridge", async () => {
-  await runBridgeCase(gemini, "http");
+  await runBridgeCase(gemini);
+});
+
+Deno.test("remote bridge: copilot lists a Streamable HTTP server's tools through sherlock bridge", async () => {
+  await runBridgeCase(copilot);
+});
+
+Deno.test("remote bridge: qwen lists a Streamable HTTP server's tools through sherlock bridge", async () => {
+  await runBridgeCase(qwen);
+});
+
+Deno.test("remote bridge: amp lists a Streamable HTTP server's tools through sherlock bridge", async () => {
+  await runBridgeCase(amp);
+});
+
+Deno.test("remote bridge: opencode lists a Streamable HTTP server's tools through sherlock bridge", async () => {
+  await runBridgeCase(opencode);
+});
+
+Deno.test("remote bridge: claude lists tools through the bridge with an OAuth grant from sherlock auth", async () => {
+  const { accepted } = await runBridgeCase(claude, { source: "oauth" });
+  // A JWT from the authorization server, not a stored secret.
+  assert.match(accepted[0], /^[\w-]+\.[\w-]+\.[\w-]+$/);
+});
+
+Deno.test("remote bridge: claude calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
+  // The Anthropic API cannot be reached here: a scripted endpoint on
+  // loopback stands in for the model (tests/e2e/fixtures/scripted_anthropic.ts).
+  const finalText = `the remote answer came back ${crypto.randomUUID()}`;
+  await using model = startScriptedAnthropic({
+    pickTool: (names) => names.find((name) => /^mcp__.+__whoami$/.test(name)),
+    finalText,
+  });
+  const tool = `mcp__${SERVICE}__whoami`;
+  const { counts, accepted, stdout } = await runBridgeCase(
+    claudeCallingTool({ modelUrl: model.url, tool }),
+  );
+  assert.equal(
+    model.calledTool,
+    tool,
+    "claude named the remote tool otherwise",
+  );
+  assert.equal(counts.methods["tools/call"], 1);
+  // whoami answers the SHA-256 of the token its call came with: the
+  // broker's, and that answer reached the model.
+  assert.deepEqual(model.toolResults(), [sha256(accepted[0])]);
+  assert.ok(stdout.includes(finalText), `claude printed: ${stdout}`);
+});
+
+Deno.test("remote bridge: codex calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
+  // The OpenAI API cannot be reached here: a scripted endpoint on loopback
+  // stands in for the model (tests/e2e/fixtures/scripted_responses.ts).
+  const finalText = `the remote answer came back ${crypto.randomUUID()}`;
+  await using model = startScriptedResponses({
+    pickTool: (names) => names.find((name) => /^mcp__.+\.whoami$/.test(name)),
+    finalText,
+  });
+  const { counts, accepted, stdout } = await runBridgeCase(
+    codexCallingTool({ modelUrl: model.url, server: SERVICE, tool: "whoami" }),
+  );
+  assert.equal(model.calledTool, `mcp__${SERVICE}.whoami`);
+  assert.equal(counts.methods["tools/call"], 1);
+  // Codex sends a wall-time line, then the tool's text.
+  assert.ok(
+    model.toolResults().includes(sha256(accepted[0])),
+    `the tool's answer did not reach the model: ${model.toolResults()}`,
+  );
+  assert.ok(stdout.includes(finalText), `codex printed: ${stdout}`);
 });

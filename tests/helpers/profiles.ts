@@ -163,8 +163,11 @@ export function remoteServiceToml(
 export interface TokenServiceSpec {
   /** The service's name (and file name). */
   name: string;
-  /** Default `command` when `command` is given, else `secret`. */
-  source?: "command" | "secret";
+  /**
+   * Default `command` when `command` is given, else `secret`; `oauth`
+   * needs `url`.
+   */
+  source?: "command" | "secret" | "oauth";
   /** The helper's argv. */
   command?: string[];
   /** A remote server's URL; otherwise a stdio server (never started). */

@@ -10,12 +10,12 @@ import {
   canonicalResource,
   checkAuthorizationResponse,
   chooseScopes,
-  parseBearerChallenge,
   pkcePair,
   protectedResourceMetadataUrls,
   readResourceMetadata,
   readServerMetadata,
 } from "../../lib/broker/daemon/oauth/rules.ts";
+import { parseBearerChallenge } from "../../lib/runtime/bearer_challenge.ts";
 import { service } from "../helpers/services.ts";
 
 Deno.test("parseBearerChallenge: resource_metadata, scope, error; quoted commas", () => {

@@ -21,6 +21,7 @@ import {
   writeClient,
   writeGrant,
 } from "./grants.ts";
+import { parseBearerChallenge } from "../../../runtime/bearer_challenge.ts";
 import { failed, origin, requestJson } from "./http.ts";
 import {
   authorizationServerMetadataUrls,
@@ -28,7 +29,6 @@ import {
   checkAuthorizationResponse,
   chooseScopes,
   oneLine,
-  parseBearerChallenge,
   pkcePair,
   protectedResourceMetadataUrls,
   randomString,

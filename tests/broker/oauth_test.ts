@@ -2,7 +2,8 @@
  * `[token] source = "oauth"` and `sherlock auth`, against the real OAuth
  * fixture (oidc-provider on 127.0.0.1) and the remote MCP server fixture:
  * authorize headlessly, serve tokens to a session across expiries, one
- * refresh for a burst, a dead grant, and the spec's rules.
+ * refresh for a burst, a dead grant, an interrupted or replaced
+ * `sherlock auth`, and the spec's rules.
  */
 
 import assert from "node:assert/strict";
@@ -23,6 +24,8 @@ import {
   createBrokerHome,
 } from "../helpers/broker_home.ts";
 import { fetchToken, registerSession } from "../../lib/broker/client.ts";
+import { startSherlock } from "../helpers/sherlock.ts";
+import { waitUntil } from "../helpers/wait.ts";
 import { filesContaining } from "../helpers/leaks.ts";
 
 interface Setup extends AsyncDisposable {
@@ -438,4 +441,92 @@ Deno.test("discovery without resource_metadata: the well-known URI, path inserte
       }
     });
   }
+});
+
+/** A `$BROWSER` that only writes the URL it was given into `file`. */
+function recordingBrowser(home: BrokerHome, file: string): string {
+  return home.writeScript(
+    "recording-browser",
+    `printf '%s\\n' "$1" > ${JSON.stringify(file)}.tmp && mv ${
+      JSON.stringify(file)
+    }.tmp ${JSON.stringify(file)}\n`,
+  );
+}
+
+/** The loopback port of an authorization URL's redirect_uri. */
+async function listenerPort(file: string): Promise<number> {
+  const url = await waitUntil(() => {
+    try {
+      return Deno.readTextFileSync(file).trim();
+    } catch {
+      return undefined;
+    }
+  }, "the authorization URL");
+  const redirect = new URL(new URL(url).searchParams.get("redirect_uri")!);
+  assert.equal(redirect.hostname, "127.0.0.1");
+  assert.equal(redirect.pathname, "/callback");
+  return Number(redirect.port);
+}
+
+async function accepts(port: number): Promise<boolean> {
+  try {
+    const connection = await Deno.connect({ hostname: "127.0.0.1", port });
+    connection.close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Polls until nothing listens on `port` any more; fails after `limitMs`. */
+async function closesWithin(port: number, limitMs: number): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (await accepts(port)) {
+    if (Date.now() > deadline) {
+      assert.fail(`the listener on port ${port} is still open`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+Deno.test("an interrupted sherlock auth (SIGINT) closes the daemon's listener at once; the daemon keeps serving", async () => {
+  await using s = await setup();
+  const { home } = s;
+  const urlFile = `${home.root}/auth-url`;
+  const running = startSherlock(["auth", "remote"], {
+    env: { ...home.env, BROWSER: recordingBrowser(home, urlFile) },
+    cwd: home.work,
+  });
+  const port = await listenerPort(urlFile);
+  assert.ok(await accepts(port), "the listener is open while auth waits");
+  running.kill("SIGINT");
+  const ended = await running.exited;
+  assert.notEqual(ended.code, 0);
+  await closesWithin(port, 5_000);
+  const status = await home.sherlock(["auth", "status", "--json"]);
+  assert.equal(status.code, 0, status.stderr);
+  assert.equal(JSON.parse(status.stdout).services[0].authorized, false);
+  // …and authorizes again.
+  const again = await authorize(home);
+  assert.equal(again.code, 0, again.stderr);
+});
+
+Deno.test("a new sherlock auth replaces one under way: the old one ends with a clear line, its listener closes", async () => {
+  await using s = await setup();
+  const { home } = s;
+  const urlFile = `${home.root}/auth-url`;
+  const old = startSherlock(["auth", "remote"], {
+    env: { ...home.env, BROWSER: recordingBrowser(home, urlFile) },
+    cwd: home.work,
+  });
+  const port = await listenerPort(urlFile);
+  const fresh = await authorize(home);
+  assert.equal(fresh.code, 0, fresh.stderr);
+  const replaced = await old.result;
+  assert.equal(replaced.code, 69, replaced.stderr);
+  assert.match(
+    replaced.stderr,
+    /a newer "sherlock auth remote" replaced this one/,
+  );
+  assert.ok(!(await accepts(port)), "the old listener is closed");
 });

@@ -327,7 +327,13 @@ async function oauthRoute(
     const body = await readJson<OAuthFinishRequest>(request);
     const flow = requireString(body, "flow");
     unlockedStore(context);
-    const status = await oauth.finish(flow, () => unlockedStore(context));
+    // The signal aborts when `sherlock auth` disconnects (Ctrl-C): the
+    // flow ends and its loopback listener closes at once.
+    const status = await oauth.finish(
+      flow,
+      () => unlockedStore(context),
+      request.signal,
+    );
     appendAudit(context.stateDir, {
       event: "oauth_authorized",
       service: status.service,

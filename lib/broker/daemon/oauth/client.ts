@@ -58,7 +58,7 @@ interface Flow {
   redirectUri: string;
   server: Deno.HttpServer;
   result: Promise<URLSearchParams>;
-  cancel: () => void;
+  cancel: (why: string) => void;
   timer: ReturnType<typeof setTimeout>;
 }
 
@@ -178,6 +178,16 @@ export class OAuthClient {
           `service ${name} is not an OAuth service ([token] source = "oauth")`,
       });
     }
+    // One flow per service: a new `sherlock auth` replaces one under way
+    // (a browser tab left open must not hold a listener for 5 minutes).
+    for (const [id, flow] of this.#flows) {
+      if (flow.service === name) {
+        this.#endFlow(
+          id,
+          `a newer "sherlock auth ${name}" replaced this one`,
+        );
+      }
+    }
     const discovered = await discover(server.url);
     const metadata = discovered.metadata;
     if (!metadata.codeChallengeMethods.includes("S256")) {
@@ -198,15 +208,10 @@ export class OAuthClient {
     const state = randomString(32);
     const flowId = randomString(16);
     let deliver!: (query: URLSearchParams) => void;
-    let cancel!: () => void;
+    let cancel!: (why: string) => void;
     const result = new Promise<URLSearchParams>((resolve, reject) => {
       deliver = resolve;
-      cancel = () =>
-        reject(
-          failed(
-            `the authorization of ${name} ended unfinished; run "sherlock auth ${name}" again`,
-          ),
-        );
+      cancel = (why) => reject(failed(why));
     });
     result.catch(() => {});
     const listener = Deno.serve({
@@ -241,7 +246,12 @@ export class OAuthClient {
       url.searchParams.set(key, value);
     }
     const timer = setTimeout(() => {
-      this.#endFlow(flowId);
+      this.#endFlow(
+        flowId,
+        `no authorization arrived within ${
+          AUTHORIZATION_TIMEOUT_MS / 1000
+        } s; run "sherlock auth ${name}" again`,
+      );
     }, AUTHORIZATION_TIMEOUT_MS);
     this.#flows.set(flowId, {
       service: name,
@@ -263,11 +273,14 @@ export class OAuthClient {
 
   /**
    * Waits for the redirect of flow `flowId`, checks it, exchanges the code
-   * and stores the grant. Returns the service's status.
+   * and stores the grant. Returns the service's status. When `signal`
+   * aborts (the `sherlock auth` that waits is gone), the flow ends and its
+   * listener closes at once.
    */
   async finish(
     flowId: string,
     store: () => SecretStore,
+    signal?: AbortSignal,
   ): Promise<OAuthServiceStatus> {
     const flow = this.#flows.get(flowId);
     if (!flow) {
@@ -276,28 +289,20 @@ export class OAuthClient {
         message: "no such authorization under way (it ended or timed out)",
       });
     }
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    const interrupted = () =>
+      this.#endFlow(
+        flowId,
+        `the authorization of ${flow.service} was interrupted; run "sherlock auth ${flow.service}" again`,
+      );
+    if (signal?.aborted) interrupted();
+    signal?.addEventListener("abort", interrupted, { once: true });
     let query: URLSearchParams;
     try {
-      query = await Promise.race([
-        flow.result,
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () =>
-              reject(
-                failed(
-                  `no authorization arrived within ${
-                    AUTHORIZATION_TIMEOUT_MS / 1000
-                  } s; run "sherlock auth ${flow.service}" again`,
-                ),
-              ),
-            AUTHORIZATION_TIMEOUT_MS,
-          );
-        }),
-      ]);
+      // The flow's own timer ends it after AUTHORIZATION_TIMEOUT_MS.
+      query = await flow.result;
     } finally {
-      clearTimeout(timer);
-      this.#endFlow(flowId);
+      signal?.removeEventListener("abort", interrupted);
+      this.#endFlow(flowId, "the authorization ended");
     }
     const checked = checkAuthorizationResponse(query, {
       state: flow.state,
@@ -332,18 +337,21 @@ export class OAuthClient {
     return this.status(flow.service, store());
   }
 
-  #endFlow(flowId: string): void {
+  /** Ends a flow: its waiter gets `why`, its listener closes. */
+  #endFlow(flowId: string, why: string): void {
     const flow = this.#flows.get(flowId);
     if (!flow) return;
     this.#flows.delete(flowId);
     clearTimeout(flow.timer);
-    flow.cancel();
+    flow.cancel(why);
     flow.server.shutdown().catch(() => {});
   }
 
   /** Ends every flow (the daemon stops). */
   close(): void {
-    for (const id of [...this.#flows.keys()]) this.#endFlow(id);
+    for (const id of [...this.#flows.keys()]) {
+      this.#endFlow(id, "the broker stopped");
+    }
   }
 
   /** The status of `service`'s grant: never a value. */

@@ -28,6 +28,7 @@ import {
   canonicalResource,
   checkAuthorizationResponse,
   chooseScopes,
+  missingScopes,
   oneLine,
   pkcePair,
   protectedResourceMetadataUrls,
@@ -53,6 +54,8 @@ interface Flow {
   metadata: ServerMetadata;
   resource: string | null;
   scopes: string[];
+  /** The scopes of a step-up this flow asks for (a 403's). */
+  stepUp: string[];
   verifier: string;
   state: string;
   redirectUri: string;
@@ -128,7 +131,7 @@ export class OAuthClient {
       // The grant is dead (revoked, expired, a reused refresh token); keep
       // the rest (issuer, client) for `sherlock auth`.
       await writeGrant(store, name, {
-        ...grant,
+        ...readGrant(store, name) ?? grant,
         refreshToken: undefined,
         needsAuthorization: true,
       });
@@ -141,9 +144,10 @@ export class OAuthClient {
       return { token: tokens.accessToken };
     }
     // Rotation: the new refresh token is on disk before the access token
-    // is handed out, so a crash cannot leave only the spent one.
+    // is handed out, so a crash cannot leave only the spent one. The grant
+    // as it is now: a step-up may have been recorded meanwhile.
     await writeGrant(store, name, {
-      ...grant,
+      ...readGrant(store, name) ?? grant,
       refreshToken: tokens.refreshToken ?? grant.refreshToken,
       scopes: tokens.scopes ?? grant.scopes,
     });
@@ -196,10 +200,14 @@ export class OAuthClient {
       );
     }
     const clientId = await this.#clientId(service, metadata, store);
+    const held = readGrant(store, name);
+    const stepUp = held?.scopesNeeded ?? [];
     const scopes = chooseScopes({
       challenge: discovered.challengeScope,
       supported: discovered.scopesSupported,
       configured: service.token.scopes,
+      held: held?.scopes,
+      stepUp,
     });
     const resource = service.token.send_resource === false
       ? null
@@ -260,6 +268,7 @@ export class OAuthClient {
       metadata,
       resource,
       scopes,
+      stepUp,
       verifier,
       state,
       redirectUri,
@@ -320,13 +329,22 @@ export class OAuthClient {
     if (flow.resource !== null) form.resource = flow.resource;
     const answer = await requestJson(flow.metadata.tokenEndpoint, { form });
     const tokens = tokenAnswer(answer, flow.metadata.tokenEndpoint);
+    const scopes = tokens.scopes ?? flow.scopes;
+    // A step-up the operator did not consent to in full stays pending, and
+    // so does one a bridge recorded while the browser ran.
+    const recorded = readGrant(store(), flow.service)?.scopesNeeded ?? [];
+    const stillNeeded = missingScopes(
+      [...new Set([...flow.stepUp, ...recorded])],
+      scopes,
+    );
     const grant: StoredGrant = {
       issuer: flow.issuer,
       clientId: flow.clientId,
       tokenEndpoint: flow.metadata.tokenEndpoint,
       revocationEndpoint: flow.metadata.revocationEndpoint,
       resource: flow.resource,
-      scopes: tokens.scopes ?? flow.scopes,
+      scopes,
+      ...(stillNeeded.length > 0 ? { scopesNeeded: stillNeeded } : {}),
       refreshToken: tokens.refreshToken,
     };
     // The login may have locked while the browser ran.
@@ -354,6 +372,30 @@ export class OAuthClient {
     }
   }
 
+  /**
+   * Records that `service`'s remote server refused a request for want of
+   * `scopes` (a 403 `insufficient_scope` a bridge saw): the scopes the
+   * grant lacks are kept on it, for `sherlock auth status` and the next
+   * `sherlock auth`. Nothing is recorded without a grant (there is no
+   * token to refuse). Returns the scopes now needed.
+   */
+  async recordScopeChallenge(
+    service: string,
+    scopes: readonly string[],
+    store: SecretStore,
+  ): Promise<{ recorded: boolean; scopesNeeded: string[] }> {
+    const grant = readGrant(store, service);
+    if (!grant) return { recorded: false, scopesNeeded: [] };
+    const before = grant.scopesNeeded ?? [];
+    const missing = missingScopes(scopes, [...grant.scopes, ...before]);
+    if (missing.length === 0) {
+      return { recorded: false, scopesNeeded: before };
+    }
+    const scopesNeeded = [...before, ...missing];
+    await writeGrant(store, service, { ...grant, scopesNeeded });
+    return { recorded: true, scopesNeeded };
+  }
+
   /** The status of `service`'s grant: never a value. */
   status(service: string, store: SecretStore): OAuthServiceStatus {
     const grant = readGrant(store, service);
@@ -369,6 +411,7 @@ export class OAuthClient {
         ? new Date(held.expiresAt).toISOString()
         : null,
       refreshToken: live && grant.refreshToken !== undefined,
+      scopesNeeded: grant?.scopesNeeded ?? [],
     };
   }
 

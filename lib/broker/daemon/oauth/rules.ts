@@ -152,22 +152,72 @@ export function readServerMetadata(
 }
 
 /**
- * The scopes to ask for: the challenge's `scope`, else the resource's
- * `scopes_supported`, else the service's `scopes` (the spec's order).
+ * The scopes to ask for. The first authorization follows the spec's scope
+ * selection: the challenge's `scope`, else the resource's
+ * `scopes_supported`, else the service's `scopes`. A step-up (the grant
+ * holds `held` and a server asked for `stepUp` with a 403
+ * `insufficient_scope`) asks for the union of both, so that no scope
+ * already granted is lost; without `held`, the first choice stands in.
  */
 export function chooseScopes(
   options: {
     challenge?: string;
     supported?: readonly string[];
     configured?: readonly string[];
+    held?: readonly string[];
+    stepUp?: readonly string[];
   },
 ): string[] {
-  const fromChallenge = options.challenge?.split(" ").filter((s) => s) ?? [];
-  if (fromChallenge.length > 0) return fromChallenge;
-  if (options.supported && options.supported.length > 0) {
-    return [...options.supported];
+  const fromChallenge = splitScopes(options.challenge);
+  const first = fromChallenge.length > 0
+    ? fromChallenge
+    : options.supported && options.supported.length > 0
+    ? [...options.supported]
+    : [...(options.configured ?? [])];
+  if (!options.stepUp || options.stepUp.length === 0) return first;
+  const kept = options.held && options.held.length > 0 ? options.held : first;
+  return [...new Set([...kept, ...options.stepUp])];
+}
+
+/** The most scopes a challenge may name, and the longest one. */
+export const MAX_CHALLENGED_SCOPES = 32;
+const MAX_SCOPE_LENGTH = 128;
+
+/** RFC 6749 §3.3: a scope token is printable ASCII without space, `"` or `\`. */
+const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
+
+/**
+ * The scopes of an `insufficient_scope` challenge, or a problem (one
+ * line) when they are not RFC 6749 scope tokens, none, or too many: a
+ * remote server's words go into the store and the next authorization URL.
+ */
+export function readChallengedScopes(scope: string): string[] | string {
+  const scopes = [...new Set(splitScopes(scope))];
+  if (scopes.length === 0) return "the challenge names no scope";
+  if (scopes.length > MAX_CHALLENGED_SCOPES) {
+    return `the challenge names more than ${MAX_CHALLENGED_SCOPES} scopes`;
   }
-  return [...(options.configured ?? [])];
+  if (
+    !scopes.every((one) =>
+      one.length <= MAX_SCOPE_LENGTH && SCOPE_TOKEN.test(one)
+    )
+  ) {
+    return "the challenge's scope is not a list of RFC 6749 scope tokens";
+  }
+  return scopes;
+}
+
+/** The scopes of `needed` that `held` lacks. */
+export function missingScopes(
+  needed: readonly string[],
+  held: readonly string[],
+): string[] {
+  const have = new Set(held);
+  return needed.filter((scope) => !have.has(scope));
+}
+
+function splitScopes(text: string | undefined): string[] {
+  return text?.split(" ").filter((scope) => scope) ?? [];
 }
 
 /**

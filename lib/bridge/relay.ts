@@ -8,7 +8,10 @@
  * after it.
  *
  * Each request carries the token of a {@linkcode TokenKeeper}; a 401 gets
- * one forced refresh and one retry. A request that cannot be delivered is
+ * one forced refresh and one retry. A 403 `insufficient_scope` (the MCP
+ * spec's scope challenge) is reported through `onScopeChallenge`, so that
+ * the next `sherlock auth` steps the grant up, and its token is no longer
+ * used: the request after that authorization goes through. A request that cannot be delivered is
  * answered with a JSON-RPC error (naming `sherlock auth <service>` when it
  * is the token), a notification is dropped with a line for `warn`, and the
  * relay keeps running until its input ends: an agent whose server fails
@@ -27,6 +30,7 @@ import {
   BRIDGE_TOKEN_FORMAT,
   BRIDGE_TOKEN_HEADER,
 } from "../render/servers.ts";
+import { parseBearerChallenge } from "../runtime/bearer_challenge.ts";
 import { readEvents } from "./sse.ts";
 import { type GetToken, TokenKeeper } from "./tokens.ts";
 
@@ -51,6 +55,11 @@ export interface RelayOptions {
   tokenFormat?: string;
   /** Where the token comes from; called before requests, see TokenKeeper. */
   getToken: GetToken;
+  /**
+   * Told the `scope` of a 403 `insufficient_scope` (the broker records it
+   * for `sherlock auth`); a failure is only a line for `warn`.
+   */
+  onScopeChallenge?: (scope: string) => Promise<void>;
   /** The agent's messages: newline-delimited JSON (stdin). */
   input: ReadableStream<Uint8Array>;
   /** Writes one line to the agent (stdout); the line ends with "\n". */
@@ -203,15 +212,44 @@ abstract class RelayBase implements Relay {
   ): Promise<Response> {
     let token = await this.#token();
     let response = await fetch(url, withToken(init, token, this.options));
-    if (response.status !== 401) return response;
+    if (response.status !== 401) {
+      return await this.#scopeChallenge(response, token);
+    }
     await response.body?.cancel();
     token = await this.#token(token);
     response = await fetch(url, withToken(init, token, this.options));
-    if (response.status !== 401) return response;
+    if (response.status !== 401) {
+      return await this.#scopeChallenge(response, token);
+    }
     await response.body?.cancel();
     throw this.authFailure(
       "refused its token (HTTP 401, also after a refresh)",
     );
+  }
+
+  /**
+   * On a 403 `insufficient_scope`: `token` is no longer used, and the
+   * challenge's scope goes to `onScopeChallenge`. Returns the response.
+   */
+  async #scopeChallenge(response: Response, token: string): Promise<Response> {
+    if (response.status !== 403) return response;
+    const challenge = parseBearerChallenge(
+      response.headers.get("www-authenticate"),
+    );
+    if (challenge?.error !== "insufficient_scope") return response;
+    this.tokens.forget(token);
+    if (challenge.scope && this.options.onScopeChallenge) {
+      try {
+        await this.options.onScopeChallenge(challenge.scope);
+      } catch (error) {
+        this.options.warn(
+          `could not record the scope the server asked for: ${
+            messageOf(error)
+          }`,
+        );
+      }
+    }
+    return response;
   }
 
   /** An authorization failure, naming the command that fixes it. */
@@ -227,10 +265,14 @@ abstract class RelayBase implements Relay {
   protected async statusFailure(response: Response): Promise<DeliveryError> {
     await response.body?.cancel();
     if (response.status === 403) {
-      const challenge = response.headers.get("www-authenticate") ?? "";
-      const scope = /error="?insufficient_scope/.test(challenge)
-        ? " (insufficient scope)"
-        : "";
+      const challenge = parseBearerChallenge(
+        response.headers.get("www-authenticate"),
+      );
+      const scope = challenge?.error !== "insufficient_scope"
+        ? ""
+        : challenge.scope
+        ? `, insufficient scope: it needs ${printable(challenge.scope)}`
+        : ", insufficient scope";
       return this.authFailure(`refused the request (HTTP 403${scope})`);
     }
     return new DeliveryError(
@@ -707,6 +749,11 @@ function responseIds(message: unknown): JsonRpcId[] {
 
 function mediaType(contentType: string | null): string {
   return (contentType ?? "").split(";")[0].trim().toLowerCase();
+}
+
+/** A server's words for a message: printable ASCII, at most 200 characters. */
+function printable(text: string): string {
+  return text.replace(/[^\x20-\x7e]+/g, " ").slice(0, 200);
 }
 
 function messageOf(error: unknown): string {

@@ -71,6 +71,16 @@ export class TokenKeeper {
     }
   }
 
+  /**
+   * Stops serving `token` (a 403 `insufficient_scope` refused it): the
+   * next request asks the broker, which serves a new grant's token once
+   * `sherlock auth` has stepped up. No refresh is forced: one would bring
+   * the same scopes.
+   */
+  forget(token: string): void {
+    if (this.#current?.token === token) this.#current = undefined;
+  }
+
   async #fetch(refused: string | undefined): Promise<string> {
     this.#current = undefined;
     const fetchedAt = this.#now();

@@ -24,6 +24,7 @@ export interface AuditEntry {
     | "oauth_start"
     | "oauth_authorized"
     | "oauth_revoked"
+    | "oauth_scope_challenge"
     | "shutdown";
   /**
    * The agent of the session, for token and session events: the one the
@@ -34,6 +35,8 @@ export interface AuditEntry {
   session?: string;
   /** The service, for token events; the secret's name, for secret events. */
   service?: string;
+  /** The scopes a remote server asked for, for `oauth_scope_challenge`. */
+  scopes?: string[];
   /** The services a session registered, for `session_start`. */
   services?: string[];
   /** The pid of the sherlock that registered a session. */

@@ -39,6 +39,8 @@ import type {
   LoginAnswer,
   LoginRequest,
   OAuthRevoked,
+  OAuthScopeChallenge,
+  OAuthScopeRecorded,
   OAuthServiceStatus,
   OAuthStarted,
   OAuthStatusList,
@@ -579,7 +581,7 @@ const isOAuthStatus = (value: unknown): boolean =>
   isStringList(value.scopes) &&
   (value.accessTokenExpiresAt === null ||
     typeof value.accessTokenExpiresAt === "string") &&
-  typeof value.refreshToken === "boolean";
+  typeof value.refreshToken === "boolean" && isStringList(value.scopesNeeded);
 
 /**
  * `POST /v1/oauth/start`: the daemon discovers `service`'s authorization
@@ -660,4 +662,24 @@ function brokerError(status: number, body: unknown): SherlockError {
   return exitCode === ExitCode.Software
     ? new SherlockError(`broker: ${message}`, exitCode)
     : errorWithExitCode(message, exitCode);
+}
+
+/**
+ * `POST /v1/oauth/scope`: a bridge tells the broker that the remote server
+ * refused a request with a 403 `insufficient_scope` naming `scope`.
+ */
+export function reportScopeChallenge(
+  socket: string,
+  request: OAuthScopeChallenge,
+): Promise<OAuthScopeRecorded> {
+  return callBroker<OAuthScopeRecorded>({
+    socket,
+    method: "POST",
+    path: "/v1/oauth/scope",
+    body: request,
+    timeoutMs: QUICK_TIMEOUT_MS,
+    isAnswer: (body) =>
+      isObject(body) && typeof body.recorded === "boolean" &&
+      isStringList(body.scopesNeeded),
+  });
 }

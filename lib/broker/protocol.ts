@@ -21,6 +21,7 @@
  * | POST /v1/oauth/finish    | {@linkcode OAuthFinishRequest} | {@linkcode OAuthServiceStatus} |
  * | GET  /v1/oauth/status    |                              | {@linkcode OAuthStatusList} |
  * | POST /v1/oauth/revoke    | {@linkcode OAuthRevokeRequest} | {@linkcode OAuthRevoked} |
+ * | POST /v1/oauth/scope     | {@linkcode OAuthScopeChallenge} | {@linkcode OAuthScopeRecorded} |
  *
  * Every failure is a 4xx/5xx with an {@linkcode ErrorBody}. Tokens are
  * served only to a registered session (`POST /v1/sessions`), which presents
@@ -287,6 +288,11 @@ export interface OAuthServiceStatus {
   accessTokenExpiresAt: string | null;
   /** Whether a refresh token is held. */
   refreshToken: boolean;
+  /**
+   * Scopes the remote server asked for (a 403 `insufficient_scope`) that
+   * the grant lacks: the next `sherlock auth` asks for them too.
+   */
+  scopesNeeded: string[];
 }
 
 /** `GET /v1/oauth/status`. */
@@ -307,4 +313,27 @@ export interface OAuthRevoked {
   forgotten: boolean;
   /** True when the authorization server accepted the revocation. */
   revokedAtServer: boolean;
+}
+
+/**
+ * `POST /v1/oauth/scope`: a bridge reports that the remote server refused
+ * a request with a 403 `insufficient_scope`. Taken only from a registered
+ * session, for one of its services; the scopes are recorded on the grant
+ * (never a token) for the next `sherlock auth`.
+ */
+export interface OAuthScopeChallenge {
+  /** The service whose server refused. */
+  service: string;
+  /** The capability of the session that asks ({@linkcode SessionGrant}). */
+  capability: string;
+  /** The challenge's `scope`: space-separated RFC 6749 scope tokens. */
+  scope: string;
+}
+
+/** The answer to `POST /v1/oauth/scope`. */
+export interface OAuthScopeRecorded {
+  /** True when the grant lacked some of the scopes (now recorded). */
+  recorded: boolean;
+  /** Every scope the next `sherlock auth` adds to the grant's. */
+  scopesNeeded: string[];
 }

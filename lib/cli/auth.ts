@@ -74,15 +74,21 @@ async function status(args: readonly string[]): Promise<number> {
     "AUTHORIZED",
     "ISSUER",
     "SCOPES",
+    "NEEDS",
     "EXPIRES",
     "REFRESH",
   ]];
   for (const entry of services) {
     rows.push([
       entry.service,
-      entry.authorized ? "yes" : `no (run "sherlock auth ${entry.service}")`,
+      !entry.authorized
+        ? `no (run "sherlock auth ${entry.service}")`
+        : entry.scopesNeeded.length > 0
+        ? `more scope (run "sherlock auth ${entry.service}")`
+        : "yes",
       entry.issuer ?? "-",
       entry.scopes.join(" ") || "-",
+      entry.scopesNeeded.join(" ") || "-",
       entry.accessTokenExpiresAt ?? "-",
       entry.refreshToken ? "yes" : "no",
     ]);

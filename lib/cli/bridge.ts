@@ -24,7 +24,7 @@ import {
   CAPABILITY_ENV,
 } from "../render/servers.ts";
 import { sha256Hex } from "../runtime/sha256.ts";
-import { fetchToken } from "../broker/client.ts";
+import { fetchToken, reportScopeChallenge } from "../broker/client.ts";
 import {
   type BridgeToken,
   type RemoteTransport,
@@ -77,6 +77,19 @@ export async function bridgeCommand(args: readonly string[]): Promise<number> {
       tokenFormat: options.tokenFormat,
       getToken: ({ refused }) =>
         brokerToken({ ...options, capability, refused }),
+      onScopeChallenge: async (scope) => {
+        const { recorded, scopesNeeded } = await reportScopeChallenge(
+          options.socket,
+          { service: options.service, capability, scope },
+        );
+        if (recorded) {
+          printWarning(
+            `bridge ${options.service}: the server needs the scope ${
+              scopesNeeded.join(" ")
+            }; run "sherlock auth ${options.service}"`,
+          );
+        }
+      },
       input: Deno.stdin.readable,
       write: (line) => stdout.write(encoder.encode(line)),
       warn: (line) => printWarning(`bridge ${options.service}: ${line}`),

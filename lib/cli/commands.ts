@@ -122,10 +122,14 @@ and listens on 127.0.0.1 for the redirect; the authorization URL opens in
 $BROWSER when set, else the platform's opener, and is always printed on
 stderr (--no-browser only prints it). The refresh token goes into the
 encrypted store; access tokens stay in the broker's memory, refreshed for
-every session. Nothing secret is printed.
+every session. Nothing secret is printed. When a server has refused a
+request for want of scope (HTTP 403 insufficient_scope), the next auth asks
+for the scopes held plus the ones it named. Ctrl-C ends the authorization
+at once; a new auth for the same service replaces one under way.
 
-  status   each OAuth service: authorized or not, issuer, scopes, when the
-           access token expires, whether a refresh token is held
+  status   each OAuth service: authorized or not, issuer, scopes, scopes
+           a server asked for that the grant lacks, when the access token
+           expires, whether a refresh token is held
   revoke   revokes the grant at the server (RFC 7009, when offered) and
            forgets it`,
     module: "lib/cli/auth.ts",

@@ -2,7 +2,9 @@
  * `[token] source = "oauth"` and `sherlock auth`, against the real OAuth
  * fixture (oidc-provider on 127.0.0.1) and the remote MCP server fixture:
  * authorize headlessly, serve tokens to a session across expiries, one
- * refresh for a burst, a dead grant, and the spec's rules.
+ * refresh for a burst, a dead grant, a step-up after a 403
+ * `insufficient_scope` seen by a real bridge, an interrupted or replaced
+ * `sherlock auth`, and the spec's rules.
  */
 
 import assert from "node:assert/strict";
@@ -14,15 +16,26 @@ import {
 } from "../fixtures/oauth/mod.ts";
 import {
   type RemoteMcpServer,
+  type RemoteMcpServerOptions,
   sha256,
   startRemoteMcpServer,
 } from "../fixtures/remote_mcp_server.ts";
 import {
   AGENT,
+  auditEntries,
   type BrokerHome,
   createBrokerHome,
 } from "../helpers/broker_home.ts";
-import { fetchToken, registerSession } from "../../lib/broker/client.ts";
+import {
+  fetchToken,
+  registerSession,
+  reportScopeChallenge,
+} from "../../lib/broker/client.ts";
+import { AUTH_ERROR_CODE } from "../../lib/bridge/relay.ts";
+import { CAPABILITY_ENV } from "../../lib/render/servers.ts";
+import { INITIALIZE, startRawBridge } from "../helpers/raw_bridge.ts";
+import { startSherlock } from "../helpers/sherlock.ts";
+import { waitUntil } from "../helpers/wait.ts";
 import { filesContaining } from "../helpers/leaks.ts";
 
 interface Setup extends AsyncDisposable {
@@ -34,6 +47,7 @@ interface Setup extends AsyncDisposable {
 async function setup(
   options: AuthServerOptions = {},
   token: Record<string, unknown> = {},
+  remoteOptions: RemoteMcpServerOptions = {},
 ): Promise<Setup> {
   const as = await startAuthServer({ accessTokenTtlSeconds: 2, ...options });
   const late: { remote?: RemoteMcpServer } = {};
@@ -49,6 +63,7 @@ async function setup(
       }),
   );
   const remote = await startRemoteMcpServer({
+    ...remoteOptions,
     resourceMetadataUrl: `http://127.0.0.1:${prm.addr.port}/prm`,
     verify: (bearer) =>
       as.verifyAccessToken(bearer, { resource: late.remote!.url }).then(
@@ -438,4 +453,271 @@ Deno.test("discovery without resource_metadata: the well-known URI, path inserte
       }
     });
   }
+});
+
+/** The scopes the authorization requests asked for, in order (the AS's view). */
+function requestedScopes(as: AuthServer): string[][] {
+  return as.requests.filter((request) =>
+    request.endpoint === "authorization" && request.scope !== undefined
+  ).map((request) => request.scope!.split(" ").sort());
+}
+
+Deno.test("step-up: a 403 insufficient_scope through the bridge; the next sherlock auth asks for the union; the same bridge then gets through", async () => {
+  const late: { as?: AuthServer; url?: string } = {};
+  await using s = await setup({ accessTokenTtlSeconds: 60 }, {}, {
+    // `echo` needs mcp:admin; the metadata advertises only mcp:tools.
+    requireScope: {
+      tool: "echo",
+      scope: "mcp:admin",
+      holds: (bearer) =>
+        late.as!.verifyAccessToken(bearer, {
+          resource: late.url!,
+          requiredScopes: ["mcp:admin"],
+        }).then(() => true, () => false),
+    },
+  });
+  const { as, remote, home } = s;
+  late.as = as;
+  late.url = remote.url;
+  const first = await authorize(home);
+  assert.equal(first.code, 0, first.stderr);
+  assert.deepEqual(requestedScopes(as), [["mcp:tools"]]);
+
+  const sessionId = "5e55104deb09";
+  const { capability } = await registerSession({
+    socket: home.socket,
+    session: sessionId,
+    agent: AGENT,
+    services: ["remote"],
+    pid: Deno.pid,
+  });
+  const bridge = startRawBridge({
+    args: [
+      "bridge",
+      "--socket",
+      home.socket,
+      "--session",
+      sessionId,
+      "--agent",
+      AGENT,
+      "--url",
+      remote.url,
+      "remote",
+    ],
+    env: { ...home.env, [CAPABILITY_ENV]: capability },
+    cwd: home.work,
+  });
+  await bridge.send(INITIALIZE);
+  assert.ok((await bridge.receive()).result);
+  await bridge.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+  const echo = (id: number) =>
+    bridge.send({
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: { name: "echo", arguments: { text: "stepped up" } },
+    });
+  await echo(2);
+  const refused = await bridge.receive();
+  assert.equal(refused.id, 2);
+  const error = refused.error as { code: number; message: string };
+  assert.equal(error.code, AUTH_ERROR_CODE);
+  assert.match(
+    error.message,
+    /HTTP 403, insufficient scope: it needs mcp:admin\); run "sherlock auth remote"/,
+  );
+  assert.equal(remote.counts.insufficientScope, 1);
+  assert.equal(as.counts.refresh, 0, "a 403 forces no refresh");
+
+  // The broker recorded it on the grant: status says more scope is needed.
+  const json = await home.sherlock(["auth", "status", "--json"]);
+  const [entry] = JSON.parse(json.stdout).services;
+  assert.equal(entry.authorized, true);
+  assert.deepEqual(entry.scopes, ["mcp:tools"]);
+  assert.deepEqual(entry.scopesNeeded, ["mcp:admin"]);
+  const text = await home.sherlock(["auth", "status"]);
+  assert.match(text.stdout, /more scope \(run "sherlock auth remote"\)/);
+  assert.match(text.stdout, /NEEDS/);
+  assert.match(text.stdout, /mcp:tools\s+mcp:admin/);
+  const challenge = auditEntries(home).find((line) =>
+    line.event === "oauth_scope_challenge"
+  );
+  assert.equal(challenge?.session, sessionId);
+  assert.deepEqual(challenge?.scopes, ["mcp:admin"]);
+
+  // The next authorization asks for the union (the AS's side says so).
+  const second = await authorize(home);
+  assert.equal(second.code, 0, second.stderr);
+  assert.deepEqual(requestedScopes(as), [
+    ["mcp:tools"],
+    ["mcp:admin", "mcp:tools"],
+  ]);
+  const after = JSON.parse(
+    (await home.sherlock(["auth", "status", "--json"])).stdout,
+  ).services[0];
+  assert.deepEqual(after.scopes.sort(), ["mcp:admin", "mcp:tools"]);
+  assert.deepEqual(after.scopesNeeded, []);
+
+  // The same bridge, not restarted: the call goes through.
+  await echo(3);
+  const answer = await bridge.receive();
+  assert.equal(answer.id, 3, JSON.stringify(answer));
+  assert.ok(answer.result, JSON.stringify(answer));
+  const content = (answer.result as { content: { text: string }[] }).content;
+  assert.equal(content[0].text, "stepped up");
+  assert.equal(remote.counts.insufficientScope, 1);
+  const { code, stderr } = await bridge.end();
+  assert.equal(code, 0);
+  assert.match(stderr, /needs the scope mcp:admin; run "sherlock auth remote"/);
+  for (const output of [first, second, json, text]) {
+    assert.doesNotMatch(output.stdout + output.stderr, /eyJ/);
+  }
+  assert.doesNotMatch(stderr, /eyJ/, "no JWT on the bridge's stderr");
+});
+
+Deno.test("scope route: only a registered session, only its services, only scope tokens", async () => {
+  await using s = await setup({ accessTokenTtlSeconds: 60 });
+  const { home } = s;
+  assert.equal((await authorize(home)).code, 0);
+  home.writeService(
+    "other",
+    `[service]\nname = "other"\n[server]\ncommand = "true"\n[token]\nsource = "secret"\nenv = "T"\n`,
+  );
+  const capability = await session(home);
+  await assert.rejects(
+    () =>
+      reportScopeChallenge(home.socket, {
+        service: "remote",
+        capability: "0".repeat(64),
+        scope: "mcp:admin",
+      }),
+    /session/,
+  );
+  await assert.rejects(
+    () =>
+      reportScopeChallenge(home.socket, {
+        service: "other",
+        capability,
+        scope: "mcp:admin",
+      }),
+    /not one of session/,
+  );
+  await assert.rejects(
+    () =>
+      reportScopeChallenge(home.socket, {
+        service: "remote",
+        capability,
+        scope: 'mcp:admin "quoted"',
+      }),
+    /RFC 6749 scope tokens/,
+  );
+  // A scope the grant holds is not recorded; a new one is, once.
+  assert.deepEqual(
+    await reportScopeChallenge(home.socket, {
+      service: "remote",
+      capability,
+      scope: "mcp:tools",
+    }),
+    { recorded: false, scopesNeeded: [] },
+  );
+  for (const recorded of [true, false]) {
+    assert.deepEqual(
+      await reportScopeChallenge(home.socket, {
+        service: "remote",
+        capability,
+        scope: "mcp:tools mcp:admin",
+      }),
+      { recorded, scopesNeeded: ["mcp:admin"] },
+    );
+  }
+  const status = await home.sherlock(["auth", "status"]);
+  assert.equal(status.code, 0, "the daemon keeps serving");
+});
+
+/** A `$BROWSER` that only writes the URL it was given into `file`. */
+function recordingBrowser(home: BrokerHome, file: string): string {
+  return home.writeScript(
+    "recording-browser",
+    `printf '%s\\n' "$1" > ${JSON.stringify(file)}.tmp && mv ${
+      JSON.stringify(file)
+    }.tmp ${JSON.stringify(file)}\n`,
+  );
+}
+
+/** The loopback port of an authorization URL's redirect_uri. */
+async function listenerPort(file: string): Promise<number> {
+  const url = await waitUntil(() => {
+    try {
+      return Deno.readTextFileSync(file).trim();
+    } catch {
+      return undefined;
+    }
+  }, "the authorization URL");
+  const redirect = new URL(new URL(url).searchParams.get("redirect_uri")!);
+  assert.equal(redirect.hostname, "127.0.0.1");
+  assert.equal(redirect.pathname, "/callback");
+  return Number(redirect.port);
+}
+
+async function accepts(port: number): Promise<boolean> {
+  try {
+    const connection = await Deno.connect({ hostname: "127.0.0.1", port });
+    connection.close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Polls until nothing listens on `port` any more; fails after `limitMs`. */
+async function closesWithin(port: number, limitMs: number): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (await accepts(port)) {
+    if (Date.now() > deadline) {
+      assert.fail(`the listener on port ${port} is still open`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+Deno.test("an interrupted sherlock auth (SIGINT) closes the daemon's listener at once; the daemon keeps serving", async () => {
+  await using s = await setup();
+  const { home } = s;
+  const urlFile = `${home.root}/auth-url`;
+  const running = startSherlock(["auth", "remote"], {
+    env: { ...home.env, BROWSER: recordingBrowser(home, urlFile) },
+    cwd: home.work,
+  });
+  const port = await listenerPort(urlFile);
+  assert.ok(await accepts(port), "the listener is open while auth waits");
+  running.kill("SIGINT");
+  const ended = await running.exited;
+  assert.notEqual(ended.code, 0);
+  await closesWithin(port, 5_000);
+  const status = await home.sherlock(["auth", "status", "--json"]);
+  assert.equal(status.code, 0, status.stderr);
+  assert.equal(JSON.parse(status.stdout).services[0].authorized, false);
+  // …and authorizes again.
+  const again = await authorize(home);
+  assert.equal(again.code, 0, again.stderr);
+});
+
+Deno.test("a new sherlock auth replaces one under way: the old one ends with a clear line, its listener closes", async () => {
+  await using s = await setup();
+  const { home } = s;
+  const urlFile = `${home.root}/auth-url`;
+  const old = startSherlock(["auth", "remote"], {
+    env: { ...home.env, BROWSER: recordingBrowser(home, urlFile) },
+    cwd: home.work,
+  });
+  const port = await listenerPort(urlFile);
+  const fresh = await authorize(home);
+  assert.equal(fresh.code, 0, fresh.stderr);
+  const replaced = await old.result;
+  assert.equal(replaced.code, 69, replaced.stderr);
+  assert.match(
+    replaced.stderr,
+    /a newer "sherlock auth remote" replaced this one/,
+  );
+  assert.ok(!(await accepts(port)), "the old listener is closed");
 });

@@ -26,13 +26,13 @@ import { CAPABILITY_ENV } from "../../lib/render/servers.ts";
 import { randomToken } from "../helpers/leaks.ts";
 import { tokenServiceToml } from "../helpers/profiles.ts";
 import { sh } from "../helpers/shell.ts";
-import {
-  assertNoStackTrace,
-  HANG_GUARD_MS,
-  lines,
-  sherlockCommand,
-} from "../helpers/sherlock.ts";
+import { lines, sherlockCommand } from "../helpers/sherlock.ts";
 import { waitUntil } from "../helpers/wait.ts";
+import {
+  INITIALIZE,
+  type RawBridge,
+  startRawBridge,
+} from "../helpers/raw_bridge.ts";
 import {
   type RemoteMcpServer,
   type RemoteMcpServerOptions,
@@ -242,74 +242,13 @@ Deno.test("bridge: a 401 is healed by one forced refresh and one retry", async (
 });
 
 /** A bridge spoken to line by line: for what the SDK's client hides. */
-function rawBridge(home: BrokerHome, args: string[]) {
-  const child = new Deno.Command(sherlockCommand(args)[0], {
-    args: sherlockCommand(args).slice(1),
+function rawBridge(home: BrokerHome, args: string[]): RawBridge {
+  return startRawBridge({
+    args,
     env: { ...home.env, ...sessionEnv.get(home) },
-    clearEnv: true,
     cwd: home.work,
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const guard = setTimeout(() => child.kill("SIGKILL"), HANG_GUARD_MS);
-  const writer = child.stdin.getWriter();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let buffered = "";
-  let stderr = "";
-  const stderrDone = child.stderr.pipeThrough(new TextDecoderStream())
-    .pipeTo(
-      new WritableStream({
-        write: (chunk) => {
-          stderr += chunk;
-        },
-      }),
-    );
-  return {
-    send: (message: unknown) =>
-      writer.write(new TextEncoder().encode(JSON.stringify(message) + "\n")),
-    /** The next line from stdout, parsed. */
-    async receive(): Promise<Record<string, unknown>> {
-      while (!buffered.includes("\n")) {
-        const { value, done } = await reader.read();
-        if (done) {
-          throw new Error(`the bridge closed stdout; stderr: ${stderr}`);
-        }
-        buffered += value;
-      }
-      const at = buffered.indexOf("\n");
-      const line = buffered.slice(0, at);
-      buffered = buffered.slice(at + 1);
-      return JSON.parse(line);
-    },
-    /** Closes stdin; resolves with the exit code, the rest of stdout, stderr. */
-    async end(): Promise<{ code: number; rest: string; stderr: string }> {
-      await writer.close();
-      let rest = buffered;
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        rest += value;
-      }
-      const status = await child.status;
-      await stderrDone;
-      clearTimeout(guard);
-      assertNoStackTrace(stderr);
-      return { code: status.code, rest, stderr };
-    },
-  };
+  });
 }
-
-const INITIALIZE = {
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: {
-    protocolVersion: "2025-11-25",
-    capabilities: {},
-    clientInfo: { name: "raw", version: "1" },
-  },
-};
 
 Deno.test("bridge: a server that refuses every token gets two tries per request; each request is answered with an error naming sherlock auth; the bridge keeps running and exits 0", async () => {
   const token = randomToken();

@@ -1,7 +1,8 @@
 /**
  * The bridge's pure parts: its token keeper (kept until shortly before
  * expiry, one fetch for concurrent requests, one forced refresh for a burst
- * of 401s) and its event-stream reader; and its argv.
+ * of 401s, a token dropped after a 403) and its event-stream reader; and
+ * its argv.
  */
 
 import assert from "node:assert/strict";
@@ -73,6 +74,21 @@ Deno.test("TokenKeeper: a burst of 401s for one token forces one refresh", async
   // A late 401 for the old token gets the new one without a fetch.
   assert.equal(await keeper.get("a"), "b");
   assert.deepEqual(calls, [false, true]);
+});
+
+Deno.test("TokenKeeper: a token forgotten after a 403 is asked for again, without a forced refresh", async () => {
+  const later = Date.now() + 3_600_000;
+  const { calls, getToken } = counting([
+    { token: "a", expiresAt: later },
+    { token: "b", expiresAt: later },
+  ]);
+  const keeper = new TokenKeeper(getToken);
+  assert.equal(await keeper.get(), "a");
+  keeper.forget("other");
+  assert.equal(await keeper.get(), "a", "another token's 403 changes nothing");
+  keeper.forget("a");
+  assert.equal(await keeper.get(), "b");
+  assert.deepEqual(calls, [false, false]);
 });
 
 Deno.test("TokenKeeper: a failed fetch is thrown, and the next request tries again", async () => {

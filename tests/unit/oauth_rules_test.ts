@@ -10,12 +10,15 @@ import {
   canonicalResource,
   checkAuthorizationResponse,
   chooseScopes,
-  parseBearerChallenge,
+  MAX_CHALLENGED_SCOPES,
+  missingScopes,
   pkcePair,
   protectedResourceMetadataUrls,
+  readChallengedScopes,
   readResourceMetadata,
   readServerMetadata,
 } from "../../lib/broker/daemon/oauth/rules.ts";
+import { parseBearerChallenge } from "../../lib/runtime/bearer_challenge.ts";
 import { service } from "../helpers/services.ts";
 
 Deno.test("parseBearerChallenge: resource_metadata, scope, error; quoted commas", () => {
@@ -137,6 +140,80 @@ Deno.test("chooseScopes: the challenge's, else scopes_supported, else the servic
   ]);
   assert.deepEqual(chooseScopes({ configured: ["d"] }), ["d"]);
   assert.deepEqual(chooseScopes({}), []);
+});
+
+Deno.test("chooseScopes: a step-up asks for the union of the held scopes and the challenged ones", () => {
+  // The server's 403 named only the new scope: the held one is kept.
+  assert.deepEqual(
+    chooseScopes({
+      supported: ["mcp:tools"],
+      held: ["mcp:tools"],
+      stepUp: ["mcp:admin"],
+    }),
+    ["mcp:tools", "mcp:admin"],
+  );
+  // It named both ("recommended approach"): no scope twice.
+  assert.deepEqual(
+    chooseScopes({
+      held: ["a", "b"],
+      stepUp: ["b", "c"],
+      challenge: "z",
+    }),
+    ["a", "b", "c"],
+  );
+  // No held scopes on record (the server answered none): the first
+  // authorization's choice stands in for them.
+  assert.deepEqual(
+    chooseScopes({ supported: ["s"], held: [], stepUp: ["x"] }),
+    ["s", "x"],
+  );
+  assert.deepEqual(chooseScopes({ configured: ["d"], stepUp: ["x"] }), [
+    "d",
+    "x",
+  ]);
+  // Without a step-up, held scopes change nothing: the spec's first choice.
+  assert.deepEqual(
+    chooseScopes({ supported: ["s"], held: ["a"], stepUp: [] }),
+    ["s"],
+  );
+});
+
+Deno.test("readChallengedScopes: RFC 6749 scope tokens, bounded, else one line", () => {
+  assert.deepEqual(readChallengedScopes("repo  read:org repo"), [
+    "repo",
+    "read:org",
+  ]);
+  assert.equal(readChallengedScopes("  "), "the challenge names no scope");
+  assert.match(
+    readChallengedScopes('a "b"') as string,
+    /not a list of RFC 6749 scope tokens/,
+  );
+  assert.match(
+    readChallengedScopes("a\nb") as string,
+    /not a list of RFC 6749 scope tokens/,
+  );
+  assert.match(
+    readChallengedScopes("é") as string,
+    /not a list of RFC 6749 scope tokens/,
+  );
+  assert.match(
+    readChallengedScopes("x".repeat(129)) as string,
+    /not a list of RFC 6749 scope tokens/,
+  );
+  const many = Array.from(
+    { length: MAX_CHALLENGED_SCOPES + 1 },
+    (_, i) => `s${i}`,
+  );
+  assert.match(readChallengedScopes(many.join(" ")) as string, /more than/);
+  assert.equal(
+    (readChallengedScopes(many.slice(1).join(" ")) as string[]).length,
+    MAX_CHALLENGED_SCOPES,
+  );
+});
+
+Deno.test("missingScopes: what the grant lacks, in the challenge's order", () => {
+  assert.deepEqual(missingScopes(["c", "a", "b"], ["a"]), ["c", "b"]);
+  assert.deepEqual(missingScopes(["a"], ["a", "b"]), []);
 });
 
 Deno.test("authorization response: state, iss (RFC 9207), error, code", () => {

@@ -21,6 +21,8 @@ import {
   type OAuthFinishRequest,
   type OAuthRevoked,
   type OAuthRevokeRequest,
+  type OAuthScopeChallenge,
+  type OAuthScopeRecorded,
   type OAuthServiceStatus,
   type OAuthStarted,
   type OAuthStartRequest,
@@ -38,6 +40,7 @@ import {
   type TokensResponse,
 } from "../protocol.ts";
 import { appendAudit } from "./audit_log.ts";
+import { readChallengedScopes } from "./oauth/rules.ts";
 import type { LoginState } from "./login_state.ts";
 import { isInternalSecretName, SecretStoreError } from "./secret_store.ts";
 import { BrokerRequestError } from "./request_error.ts";
@@ -327,7 +330,13 @@ async function oauthRoute(
     const body = await readJson<OAuthFinishRequest>(request);
     const flow = requireString(body, "flow");
     unlockedStore(context);
-    const status = await oauth.finish(flow, () => unlockedStore(context));
+    // The signal aborts when `sherlock auth` disconnects (Ctrl-C): the
+    // flow ends and its loopback listener closes at once.
+    const status = await oauth.finish(
+      flow,
+      () => unlockedStore(context),
+      request.signal,
+    );
     appendAudit(context.stateDir, {
       event: "oauth_authorized",
       service: status.service,
@@ -340,6 +349,17 @@ async function oauthRoute(
     const revoked = await oauth.revoke(name, unlockedStore(context));
     appendAudit(context.stateDir, { event: "oauth_revoked", service: name });
     return ok<OAuthRevoked>(revoked);
+  }
+  if (pathname === "/v1/oauth/scope") {
+    const body = await readJson<OAuthScopeChallenge>(request);
+    const service = requireName(body, "service");
+    const capability = requireString(body, "capability");
+    const scopes = readChallengedScopes(requireString(body, "scope"));
+    if (typeof scopes === "string") throw badRequest(scopes);
+    const session = context.tokens.sessions.resolve(capability);
+    return ok<OAuthScopeRecorded>(
+      await context.tokens.recordScopeChallenge({ service, session, scopes }),
+    );
   }
   await discardBody(request);
   return failure("not_found", `no such endpoint: ${pathname}`);

@@ -16,6 +16,9 @@
  * at once, so the oldest idle one is the least likely to be one), and is
  * itself closed at once when every open one is being answered.
  *
+ * A request's `signal` aborts when its client closes the connection before
+ * the answer: a long wait (`sherlock auth`'s) ends with its client.
+ *
  * @module
  */
 
@@ -167,9 +170,10 @@ async function serveConnection(
     });
     timeout.catch(() => {});
     let request: Request;
+    const gone = new AbortController();
     try {
       request = await Promise.race([
-        readRequest(connection, options.maxBodyBytes),
+        readRequest(connection, options.maxBodyBytes, gone.signal),
         timeout,
       ]);
     } catch (error) {
@@ -187,6 +191,7 @@ async function serveConnection(
       clearTimeout(timer);
     }
     options.state.reading = false;
+    watchForClose(connection, gone);
     let response: Response;
     try {
       response = await options.handler(request);
@@ -206,10 +211,30 @@ async function serveConnection(
   }
 }
 
+/**
+ * Aborts `gone` when the client closes its side (or the connection
+ * breaks). Its client sends one request and then only reads, so whatever
+ * else arrives is dropped.
+ */
+function watchForClose(connection: Deno.Conn, gone: AbortController): void {
+  const scratch = new Uint8Array(1024);
+  (async () => {
+    try {
+      while ((await connection.read(scratch)) !== null) {
+        // Bytes after the request: ignored.
+      }
+    } catch {
+      // Broken, or closed by us after the answer: either way, done.
+    }
+    gone.abort();
+  })();
+}
+
 /** Reads and parses one request; throws {@linkcode ProtocolError}. */
 async function readRequest(
   connection: Deno.Conn,
   maxBodyBytes: number,
+  signal: AbortSignal,
 ): Promise<Request> {
   const reader = new ByteReader(connection);
   const headEnd = await reader.fillUntil((bytes) => {
@@ -296,6 +321,7 @@ async function readRequest(
     return new Request(url, {
       method,
       headers,
+      signal,
       body: method === "GET" || method === "HEAD" || body.length === 0
         ? undefined
         : body,

@@ -170,6 +170,40 @@ export class TokenBroker {
     }
   }
 
+  /**
+   * Records a bridge's 403 `insufficient_scope` for one of its session's
+   * services on the service's grant (see `OAuthClient`). Throws
+   * `service_not_in_session` for another service, `not_logged_in` while
+   * the store is locked.
+   */
+  async recordScopeChallenge(
+    request: { service: string; session: RegisteredSession; scopes: string[] },
+  ): Promise<{ recorded: boolean; scopesNeeded: string[] }> {
+    const { session, agent } = request.session;
+    if (!request.session.services.has(request.service)) {
+      throw new BrokerRequestError({
+        code: "service_not_in_session",
+        message:
+          `service ${request.service} is not one of session ${session}'s services`,
+      });
+    }
+    const store = this.#options.login.store;
+    if (store === undefined) throw notLoggedIn();
+    const answer = await this.oauth.recordScopeChallenge(
+      request.service,
+      request.scopes,
+      store,
+    );
+    appendAudit(this.#options.paths.stateDir, {
+      event: "oauth_scope_challenge",
+      agent,
+      session,
+      service: request.service,
+      scopes: request.scopes,
+    });
+    return answer;
+  }
+
   /** The names of the services with `[token] source = "oauth"`, sorted. */
   async oauthServices(): Promise<{ services: string[] }> {
     const { services } = await loadServices({

@@ -21,14 +21,15 @@ import {
   writeClient,
   writeGrant,
 } from "./grants.ts";
+import { parseBearerChallenge } from "../../../runtime/bearer_challenge.ts";
 import { failed, origin, requestJson } from "./http.ts";
 import {
   authorizationServerMetadataUrls,
   canonicalResource,
   checkAuthorizationResponse,
   chooseScopes,
+  missingScopes,
   oneLine,
-  parseBearerChallenge,
   pkcePair,
   protectedResourceMetadataUrls,
   randomString,
@@ -53,12 +54,14 @@ interface Flow {
   metadata: ServerMetadata;
   resource: string | null;
   scopes: string[];
+  /** The scopes of a step-up this flow asks for (a 403's). */
+  stepUp: string[];
   verifier: string;
   state: string;
   redirectUri: string;
   server: Deno.HttpServer;
   result: Promise<URLSearchParams>;
-  cancel: () => void;
+  cancel: (why: string) => void;
   timer: ReturnType<typeof setTimeout>;
 }
 
@@ -128,7 +131,7 @@ export class OAuthClient {
       // The grant is dead (revoked, expired, a reused refresh token); keep
       // the rest (issuer, client) for `sherlock auth`.
       await writeGrant(store, name, {
-        ...grant,
+        ...readGrant(store, name) ?? grant,
         refreshToken: undefined,
         needsAuthorization: true,
       });
@@ -141,9 +144,10 @@ export class OAuthClient {
       return { token: tokens.accessToken };
     }
     // Rotation: the new refresh token is on disk before the access token
-    // is handed out, so a crash cannot leave only the spent one.
+    // is handed out, so a crash cannot leave only the spent one. The grant
+    // as it is now: a step-up may have been recorded meanwhile.
     await writeGrant(store, name, {
-      ...grant,
+      ...readGrant(store, name) ?? grant,
       refreshToken: tokens.refreshToken ?? grant.refreshToken,
       scopes: tokens.scopes ?? grant.scopes,
     });
@@ -178,6 +182,16 @@ export class OAuthClient {
           `service ${name} is not an OAuth service ([token] source = "oauth")`,
       });
     }
+    // One flow per service: a new `sherlock auth` replaces one under way
+    // (a browser tab left open must not hold a listener for 5 minutes).
+    for (const [id, flow] of this.#flows) {
+      if (flow.service === name) {
+        this.#endFlow(
+          id,
+          `a newer "sherlock auth ${name}" replaced this one`,
+        );
+      }
+    }
     const discovered = await discover(server.url);
     const metadata = discovered.metadata;
     if (!metadata.codeChallengeMethods.includes("S256")) {
@@ -186,10 +200,14 @@ export class OAuthClient {
       );
     }
     const clientId = await this.#clientId(service, metadata, store);
+    const held = readGrant(store, name);
+    const stepUp = held?.scopesNeeded ?? [];
     const scopes = chooseScopes({
       challenge: discovered.challengeScope,
       supported: discovered.scopesSupported,
       configured: service.token.scopes,
+      held: held?.scopes,
+      stepUp,
     });
     const resource = service.token.send_resource === false
       ? null
@@ -198,15 +216,10 @@ export class OAuthClient {
     const state = randomString(32);
     const flowId = randomString(16);
     let deliver!: (query: URLSearchParams) => void;
-    let cancel!: () => void;
+    let cancel!: (why: string) => void;
     const result = new Promise<URLSearchParams>((resolve, reject) => {
       deliver = resolve;
-      cancel = () =>
-        reject(
-          failed(
-            `the authorization of ${name} ended unfinished; run "sherlock auth ${name}" again`,
-          ),
-        );
+      cancel = (why) => reject(failed(why));
     });
     result.catch(() => {});
     const listener = Deno.serve({
@@ -241,7 +254,12 @@ export class OAuthClient {
       url.searchParams.set(key, value);
     }
     const timer = setTimeout(() => {
-      this.#endFlow(flowId);
+      this.#endFlow(
+        flowId,
+        `no authorization arrived within ${
+          AUTHORIZATION_TIMEOUT_MS / 1000
+        } s; run "sherlock auth ${name}" again`,
+      );
     }, AUTHORIZATION_TIMEOUT_MS);
     this.#flows.set(flowId, {
       service: name,
@@ -250,6 +268,7 @@ export class OAuthClient {
       metadata,
       resource,
       scopes,
+      stepUp,
       verifier,
       state,
       redirectUri,
@@ -263,11 +282,14 @@ export class OAuthClient {
 
   /**
    * Waits for the redirect of flow `flowId`, checks it, exchanges the code
-   * and stores the grant. Returns the service's status.
+   * and stores the grant. Returns the service's status. When `signal`
+   * aborts (the `sherlock auth` that waits is gone), the flow ends and its
+   * listener closes at once.
    */
   async finish(
     flowId: string,
     store: () => SecretStore,
+    signal?: AbortSignal,
   ): Promise<OAuthServiceStatus> {
     const flow = this.#flows.get(flowId);
     if (!flow) {
@@ -276,28 +298,20 @@ export class OAuthClient {
         message: "no such authorization under way (it ended or timed out)",
       });
     }
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    const interrupted = () =>
+      this.#endFlow(
+        flowId,
+        `the authorization of ${flow.service} was interrupted; run "sherlock auth ${flow.service}" again`,
+      );
+    if (signal?.aborted) interrupted();
+    signal?.addEventListener("abort", interrupted, { once: true });
     let query: URLSearchParams;
     try {
-      query = await Promise.race([
-        flow.result,
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () =>
-              reject(
-                failed(
-                  `no authorization arrived within ${
-                    AUTHORIZATION_TIMEOUT_MS / 1000
-                  } s; run "sherlock auth ${flow.service}" again`,
-                ),
-              ),
-            AUTHORIZATION_TIMEOUT_MS,
-          );
-        }),
-      ]);
+      // The flow's own timer ends it after AUTHORIZATION_TIMEOUT_MS.
+      query = await flow.result;
     } finally {
-      clearTimeout(timer);
-      this.#endFlow(flowId);
+      signal?.removeEventListener("abort", interrupted);
+      this.#endFlow(flowId, "the authorization ended");
     }
     const checked = checkAuthorizationResponse(query, {
       state: flow.state,
@@ -315,13 +329,22 @@ export class OAuthClient {
     if (flow.resource !== null) form.resource = flow.resource;
     const answer = await requestJson(flow.metadata.tokenEndpoint, { form });
     const tokens = tokenAnswer(answer, flow.metadata.tokenEndpoint);
+    const scopes = tokens.scopes ?? flow.scopes;
+    // A step-up the operator did not consent to in full stays pending, and
+    // so does one a bridge recorded while the browser ran.
+    const recorded = readGrant(store(), flow.service)?.scopesNeeded ?? [];
+    const stillNeeded = missingScopes(
+      [...new Set([...flow.stepUp, ...recorded])],
+      scopes,
+    );
     const grant: StoredGrant = {
       issuer: flow.issuer,
       clientId: flow.clientId,
       tokenEndpoint: flow.metadata.tokenEndpoint,
       revocationEndpoint: flow.metadata.revocationEndpoint,
       resource: flow.resource,
-      scopes: tokens.scopes ?? flow.scopes,
+      scopes,
+      ...(stillNeeded.length > 0 ? { scopesNeeded: stillNeeded } : {}),
       refreshToken: tokens.refreshToken,
     };
     // The login may have locked while the browser ran.
@@ -332,18 +355,45 @@ export class OAuthClient {
     return this.status(flow.service, store());
   }
 
-  #endFlow(flowId: string): void {
+  /** Ends a flow: its waiter gets `why`, its listener closes. */
+  #endFlow(flowId: string, why: string): void {
     const flow = this.#flows.get(flowId);
     if (!flow) return;
     this.#flows.delete(flowId);
     clearTimeout(flow.timer);
-    flow.cancel();
+    flow.cancel(why);
     flow.server.shutdown().catch(() => {});
   }
 
   /** Ends every flow (the daemon stops). */
   close(): void {
-    for (const id of [...this.#flows.keys()]) this.#endFlow(id);
+    for (const id of [...this.#flows.keys()]) {
+      this.#endFlow(id, "the broker stopped");
+    }
+  }
+
+  /**
+   * Records that `service`'s remote server refused a request for want of
+   * `scopes` (a 403 `insufficient_scope` a bridge saw): the scopes the
+   * grant lacks are kept on it, for `sherlock auth status` and the next
+   * `sherlock auth`. Nothing is recorded without a grant (there is no
+   * token to refuse). Returns the scopes now needed.
+   */
+  async recordScopeChallenge(
+    service: string,
+    scopes: readonly string[],
+    store: SecretStore,
+  ): Promise<{ recorded: boolean; scopesNeeded: string[] }> {
+    const grant = readGrant(store, service);
+    if (!grant) return { recorded: false, scopesNeeded: [] };
+    const before = grant.scopesNeeded ?? [];
+    const missing = missingScopes(scopes, [...grant.scopes, ...before]);
+    if (missing.length === 0) {
+      return { recorded: false, scopesNeeded: before };
+    }
+    const scopesNeeded = [...before, ...missing];
+    await writeGrant(store, service, { ...grant, scopesNeeded });
+    return { recorded: true, scopesNeeded };
   }
 
   /** The status of `service`'s grant: never a value. */
@@ -361,6 +411,7 @@ export class OAuthClient {
         ? new Date(held.expiresAt).toISOString()
         : null,
       refreshToken: live && grant.refreshToken !== undefined,
+      scopesNeeded: grant?.scopesNeeded ?? [],
     };
   }
 

@@ -19,6 +19,11 @@ export interface StoredGrant {
   /** The RFC 8707 resource sent, or null when `send_resource = false`. */
   resource: string | null;
   scopes: string[];
+  /**
+   * Scopes a remote server asked for with a 403 `insufficient_scope` that
+   * the grant lacks: the next `sherlock auth` asks for them as well.
+   */
+  scopesNeeded?: string[];
   refreshToken?: string;
   /** Set by an `invalid_grant`: the grant is dead until `sherlock auth`. */
   needsAuthorization?: boolean;

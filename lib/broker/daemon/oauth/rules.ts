@@ -1,50 +1,10 @@
 /**
  * The pure parts of the OAuth client (MCP authorization, 2025-11-25): where
- * metadata is looked for, what a challenge says, which scopes to ask for,
+ * metadata is looked for, which scopes to ask for,
  * what metadata must hold, PKCE. No I/O here, so each rule is tested alone.
  *
  * @module
  */
-
-/** What a `WWW-Authenticate: Bearer …` challenge says (RFC 6750, RFC 9728). */
-export interface BearerChallenge {
-  /** RFC 9728 §5.1: where the protected-resource metadata is. */
-  resourceMetadata?: string;
-  /** The scopes the resource wants. */
-  scope?: string;
-  /** `invalid_token`, `insufficient_scope`… */
-  error?: string;
-}
-
-/**
- * Parses the Bearer challenge of a `WWW-Authenticate` header; undefined
- * when there is none. Quoted strings may hold commas and escaped quotes.
- */
-export function parseBearerChallenge(
-  header: string | null,
-): BearerChallenge | undefined {
-  if (header === null) return undefined;
-  const match = /(?:^|,\s*)Bearer(?:\s+|$)/i.exec(header);
-  if (!match) return undefined;
-  const rest = header.slice(match.index + match[0].length);
-  const parameters = new Map<string, string>();
-  const pattern =
-    /\s*([A-Za-z0-9_.-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,"]*))\s*(?:,|$)/y;
-  let found: RegExpExecArray | null;
-  while ((found = pattern.exec(rest)) !== null) {
-    const key = found[1].toLowerCase();
-    const value = found[2] !== undefined
-      ? found[2].replace(/\\(.)/g, "$1")
-      : found[3];
-    if (!parameters.has(key)) parameters.set(key, value);
-    if (pattern.lastIndex >= rest.length) break;
-  }
-  return {
-    resourceMetadata: parameters.get("resource_metadata"),
-    scope: parameters.get("scope"),
-    error: parameters.get("error"),
-  };
-}
 
 /**
  * The canonical URI of an MCP server (RFC 8707, the spec's "canonical
@@ -192,22 +152,72 @@ export function readServerMetadata(
 }
 
 /**
- * The scopes to ask for: the challenge's `scope`, else the resource's
- * `scopes_supported`, else the service's `scopes` (the spec's order).
+ * The scopes to ask for. The first authorization follows the spec's scope
+ * selection: the challenge's `scope`, else the resource's
+ * `scopes_supported`, else the service's `scopes`. A step-up (the grant
+ * holds `held` and a server asked for `stepUp` with a 403
+ * `insufficient_scope`) asks for the union of both, so that no scope
+ * already granted is lost; without `held`, the first choice stands in.
  */
 export function chooseScopes(
   options: {
     challenge?: string;
     supported?: readonly string[];
     configured?: readonly string[];
+    held?: readonly string[];
+    stepUp?: readonly string[];
   },
 ): string[] {
-  const fromChallenge = options.challenge?.split(" ").filter((s) => s) ?? [];
-  if (fromChallenge.length > 0) return fromChallenge;
-  if (options.supported && options.supported.length > 0) {
-    return [...options.supported];
+  const fromChallenge = splitScopes(options.challenge);
+  const first = fromChallenge.length > 0
+    ? fromChallenge
+    : options.supported && options.supported.length > 0
+    ? [...options.supported]
+    : [...(options.configured ?? [])];
+  if (!options.stepUp || options.stepUp.length === 0) return first;
+  const kept = options.held && options.held.length > 0 ? options.held : first;
+  return [...new Set([...kept, ...options.stepUp])];
+}
+
+/** The most scopes a challenge may name, and the longest one. */
+export const MAX_CHALLENGED_SCOPES = 32;
+const MAX_SCOPE_LENGTH = 128;
+
+/** RFC 6749 §3.3: a scope token is printable ASCII without space, `"` or `\`. */
+const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
+
+/**
+ * The scopes of an `insufficient_scope` challenge, or a problem (one
+ * line) when they are not RFC 6749 scope tokens, none, or too many: a
+ * remote server's words go into the store and the next authorization URL.
+ */
+export function readChallengedScopes(scope: string): string[] | string {
+  const scopes = [...new Set(splitScopes(scope))];
+  if (scopes.length === 0) return "the challenge names no scope";
+  if (scopes.length > MAX_CHALLENGED_SCOPES) {
+    return `the challenge names more than ${MAX_CHALLENGED_SCOPES} scopes`;
   }
-  return [...(options.configured ?? [])];
+  if (
+    !scopes.every((one) =>
+      one.length <= MAX_SCOPE_LENGTH && SCOPE_TOKEN.test(one)
+    )
+  ) {
+    return "the challenge's scope is not a list of RFC 6749 scope tokens";
+  }
+  return scopes;
+}
+
+/** The scopes of `needed` that `held` lacks. */
+export function missingScopes(
+  needed: readonly string[],
+  held: readonly string[],
+): string[] {
+  const have = new Set(held);
+  return needed.filter((scope) => !have.has(scope));
+}
+
+function splitScopes(text: string | undefined): string[] {
+  return text?.split(" ").filter((scope) => scope) ?? [];
 }
 
 /**

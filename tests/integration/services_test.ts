@@ -171,8 +171,8 @@ Deno.test("services test: a remote server with a stored secret is reached throug
   assert.equal(result.code, 0, result.stderr);
   assert.match(result.stdout, /remote, token secret, delivery bridge/);
   assert.match(result.stdout, new RegExp(`server ${REMOTE_SERVER_NAME} `));
-  assert.match(result.stdout, /^  whoami\s/m);
-  assert.match(result.stdout, /^  echo\s/m);
+  assert.match(result.stdout, /^ {2}whoami\s/m);
+  assert.match(result.stdout, /^ {2}echo\s/m);
   assert.equal(remote.counts.unauthorized, 0);
   assert.ok((remote.counts.methods["tools/list"] ?? 0) >= 1);
   assert.equal(result.stdout.includes(token), false);
@@ -190,7 +190,7 @@ Deno.test("services test: a server that crashes at start: its stderr tail, one l
   assert.match(result.stdout, /initialize\s+\d+ ms\s+failed/);
   assert.match(
     result.stdout,
-    /stderr \(last lines\):\n  \| starting the server\n  \| fatal: config file \/etc\/broken\.conf not found\n/,
+    /stderr \(last lines\):\n {2}\| starting the server\n {2}\| fatal: config file \/etc\/broken\.conf not found\n/,
   );
   const errors = result.stderr.trim().split("\n");
   assert.equal(errors.length, 1, result.stderr);

@@ -30,6 +30,7 @@ import {
   agentConfigFiles,
   type ImportedServer,
   parseAgentConfig,
+  type SkippedEntry,
 } from "../import/agent_configs.ts";
 import {
   displayPath,
@@ -57,7 +58,7 @@ export async function importCommand(args: readonly string[]): Promise<number> {
       format: "any",
     })),
   ];
-  const { servers, problems } = readAgentFiles(files, from.length);
+  const { servers, skipped, problems } = readAgentFiles(files, from.length);
   for (const problem of problems) printWarning(problem);
   const existing = new Set(
     listTomlFiles(paths.servicesDir).map((file) => file.name),
@@ -119,8 +120,9 @@ function parseArgs(
 function readAgentFiles(
   files: readonly AgentConfigFile[],
   given: number,
-): { servers: ImportedServer[]; problems: string[] } {
+): { servers: ImportedServer[]; skipped: SkippedEntry[]; problems: string[] } {
   const servers: ImportedServer[] = [];
+  const skipped: SkippedEntry[] = [];
   const problems: string[] = [];
   const seen = new Set<string>();
   files.forEach((file, index) => {
@@ -145,13 +147,13 @@ function readAgentFiles(
     try {
       const parsed = parseAgentConfig(file, text);
       servers.push(...parsed.servers);
-      problems.push(...parsed.problems);
+      skipped.push(...parsed.skipped);
     } catch (error) {
       if (!(error instanceof SyntaxError)) throw error;
       problems.push(`${file.path}: ${error.message}; skipped`);
     }
   });
-  return { servers, problems };
+  return { servers, skipped, problems };
 }
 
 function printDryRun(

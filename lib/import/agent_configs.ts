@@ -70,12 +70,22 @@ export interface ImportedServer {
   server: ImportedStdio | ImportedRemote;
 }
 
-/** What one file holds: its servers, and one line per entry skipped. */
+/** An entry of a file that is not a server sherlock imports. */
+export interface SkippedEntry {
+  /** The file. */
+  path: string;
+  /** Where in the file. */
+  keyPath: string;
+  /** Why, in a few words (never a value). */
+  reason: string;
+}
+
+/** What one file holds: its servers, and the entries skipped. */
 export interface ParsedAgentConfig {
   /** The servers, in the file's order. */
   servers: ImportedServer[];
-  /** Entries that are not servers sherlock can import, one line each. */
-  problems: string[];
+  /** Entries that are not servers sherlock imports (disabled, malformed). */
+  skipped: SkippedEntry[];
 }
 
 /** The agents' files, where each agent keeps them, for HOME and cwd. */
@@ -116,7 +126,7 @@ export function parseAgentConfig(
   file: AgentConfigFile,
   text: string,
 ): ParsedAgentConfig {
-  const parsed: ParsedAgentConfig = { servers: [], problems: [] };
+  const parsed: ParsedAgentConfig = { servers: [], skipped: [] };
   const from = (map: unknown, prefix: string, shape: EntryShape) =>
     readServerMap({ file, map, prefix, shape, into: parsed });
   switch (file.format) {
@@ -214,7 +224,11 @@ function readServerMap(
   const { file, map, prefix, into } = options;
   if (map === undefined) return;
   if (!isObject(map)) {
-    into.problems.push(`${file.path}: ${prefix} is not a table of servers`);
+    into.skipped.push({
+      path: file.path,
+      keyPath: prefix,
+      reason: "is not a table of servers",
+    });
     return;
   }
   for (const [name, entry] of Object.entries(map)) {
@@ -222,12 +236,16 @@ function readServerMap(
       ? keyPart(name)
       : `${prefix}.${keyPart(name)}`;
     if (!isObject(entry)) {
-      into.problems.push(`${file.path}: ${keyPath} is not a server; skipped`);
+      into.skipped.push({
+        path: file.path,
+        keyPath,
+        reason: "is not a server",
+      });
       continue;
     }
     const server = readEntry(entry, options.shape);
     if (typeof server === "string") {
-      into.problems.push(`${file.path}: ${keyPath} ${server}; skipped`);
+      into.skipped.push({ path: file.path, keyPath, reason: server });
       continue;
     }
     into.servers.push({

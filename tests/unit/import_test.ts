@@ -42,11 +42,11 @@ function byKey(servers: ImportedServer[]): Record<string, ImportedServer> {
 }
 
 Deno.test("Claude's ~/.claude.json: the user scope and every project's scope, with their key paths", () => {
-  const { servers, problems } = parsed(
+  const { servers, skipped } = parsed(
     { agent: "claude", format: "claude-user" },
     claudeJson(tokens),
   );
-  assert.deepEqual(problems, []);
+  assert.deepEqual(skipped, []);
   const found = byKey(servers);
   assert.deepEqual(Object.keys(found), [
     "mcpServers.github",
@@ -85,7 +85,7 @@ Deno.test("Copilot's mcp-config.json: local and http servers", () => {
 });
 
 Deno.test("Codex's config.toml: quoted names, inline env tables, a url server; a disabled one is skipped with a line", () => {
-  const { servers, problems } = parsed(
+  const { servers, skipped } = parsed(
     { agent: "codex", format: "codex" },
     codexToml(tokens),
   );
@@ -103,8 +103,12 @@ Deno.test("Codex's config.toml: quoted names, inline env tables, a url server; a
       DOCS_API_KEY: tokens.docs,
     },
   });
-  assert.deepEqual(problems, [
-    "/home/me/x: mcp_servers.disabled-one is disabled; skipped",
+  assert.deepEqual(skipped, [
+    {
+      path: "/home/me/x",
+      keyPath: "mcp_servers.disabled-one",
+      reason: "is disabled",
+    },
   ]);
 });
 

@@ -179,6 +179,33 @@ Deno.test("services test: a remote server with a stored secret is reached throug
   assert.equal(result.stderr.includes(token), false);
 });
 
+Deno.test("services test: a remote server with delivery = inline is reached by the SDK client itself, over Streamable HTTP and legacy SSE", async () => {
+  const token = randomToken();
+  await using remote = await startRemoteMcpServer({ token });
+  await using home = await withSecret("docs", token);
+  for (const url of [remote.url, remote.sseUrl]) {
+    const text = tokenServiceToml({
+      name: "docs",
+      source: "secret",
+      url,
+      delivery: "inline",
+    });
+    home.writeService(
+      "docs",
+      url === remote.sseUrl
+        ? text.replace("[token]", 'transport = "sse"\n\n[token]')
+        : text,
+    );
+    const result = await home.sherlock(["services", "test", "docs"]);
+    assert.equal(result.code, 0, `${url}: ${result.stderr}`);
+    assert.match(result.stdout, /delivery inline/);
+    assert.match(result.stdout, /^ {2}whoami\s/m);
+    assert.equal(result.stdout.includes(token), false);
+  }
+  assert.equal(remote.counts.unauthorized, 0);
+  assert.ok(remote.counts.sseStreams >= 1, "the SSE endpoint was used");
+});
+
 Deno.test("services test: a server that crashes at start: its stderr tail, one line on what to do, exit 69", async () => {
   await using home = await createBrokerHome();
   home.writeService(

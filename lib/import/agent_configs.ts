@@ -367,12 +367,9 @@ export function stripJsonComments(text: string): string {
   while (i < text.length) {
     const char = text[i];
     if (char === '"') {
-      let end = i + 1;
-      while (end < text.length && text[end] !== '"') {
-        end += text[end] === "\\" ? 2 : 1;
-      }
-      out += text.slice(i, end + 1);
-      i = end + 1;
+      const end = stringEnd(text, i);
+      out += text.slice(i, end);
+      i = end;
     } else if (char === "/" && text[i + 1] === "/") {
       while (i < text.length && text[i] !== "\n") i++;
     } else if (char === "/" && text[i + 1] === "*") {
@@ -386,6 +383,15 @@ export function stripJsonComments(text: string): string {
   return dropTrailingCommas(out);
 }
 
+/** The index after the JSON string that starts at `start` (a `"`). */
+function stringEnd(text: string, start: number): number {
+  let end = start + 1;
+  while (end < text.length && text[end] !== '"') {
+    end += text[end] === "\\" ? 2 : 1;
+  }
+  return Math.min(end + 1, text.length);
+}
+
 /** `[1, 2,]` and `{"a": 1,}` as JSON: a comma before a closing bracket goes. */
 function dropTrailingCommas(text: string): string {
   let out = "";
@@ -393,12 +399,9 @@ function dropTrailingCommas(text: string): string {
   while (i < text.length) {
     const char = text[i];
     if (char === '"') {
-      let end = i + 1;
-      while (end < text.length && text[end] !== '"') {
-        end += text[end] === "\\" ? 2 : 1;
-      }
-      out += text.slice(i, end + 1);
-      i = end + 1;
+      const end = stringEnd(text, i);
+      out += text.slice(i, end);
+      i = end;
       continue;
     }
     if (char === ",") {

@@ -205,21 +205,20 @@ function describeFailure(
   const message = error instanceof Error ? error.message : String(error);
   const code = (error as { code?: unknown } | undefined)?.code;
   const seconds = context.timeoutMs / 1000;
-  if (code === "ENOENT" || /\bENOENT\b/.test(message)) {
-    return {
-      reason: `could not start ${
-        context.entry.kind === "stdio" ? context.entry.command : "it"
-      }: not found`,
-      cause: "start",
-    };
-  }
-  if (code === "EACCES" || /\bEACCES\b/.test(message)) {
-    return {
-      reason: `could not start ${
-        context.entry.kind === "stdio" ? context.entry.command : "it"
-      }: permission denied`,
-      cause: "start",
-    };
+  for (
+    const [errno, what] of [["ENOENT", "not found"], [
+      "EACCES",
+      "permission denied",
+    ]]
+  ) {
+    if (code === errno || new RegExp(`\\b${errno}\\b`).test(message)) {
+      return {
+        reason: `could not start ${
+          context.entry.kind === "stdio" ? context.entry.command : "it"
+        }: ${what}`,
+        cause: "start",
+      };
+    }
   }
   if (/timed out|timeout/i.test(message)) {
     return {

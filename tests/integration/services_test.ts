@@ -342,3 +342,17 @@ Deno.test("services show: the resolved service, defaults filled in, and its file
   assert.match(result.stdout, /format = "Bearer \{token\}"/);
   assert.match(result.stdout, /timeout = 30/);
 });
+
+Deno.test("services test: a command that is not installed is exit 69 with what to do", async () => {
+  await using home = await createBrokerHome();
+  home.writeService(
+    "absent",
+    '[service]\nname = "absent"\n\n[server]\ncommand = "no-such-mcp-server"\n',
+  );
+  const result = await home.sherlock(["services", "test", "absent"]);
+  assert.equal(result.code, 69, result.stderr);
+  assert.match(
+    result.stderr,
+    /^sherlock: service absent: could not start no-such-mcp-server: not found; install the server or fix \[server\] command in services\.d\/absent\.toml\n$/,
+  );
+});

@@ -43,6 +43,12 @@ import { isAbsolute, join } from "../runtime/path.ts";
 import { commandContext } from "./context.ts";
 import { printLine, printWarning } from "./output.ts";
 
+/**
+ * The largest agent file read: `~/.claude.json` also holds Claude's history
+ * of every project, megabytes of it.
+ */
+export const MAX_AGENT_FILE_BYTES = 64 * 1024 * 1024;
+
 /** Runs the command; returns the exit code. */
 export async function importCommand(args: readonly string[]): Promise<number> {
   const { dryRun, from } = parseArgs(args);
@@ -130,7 +136,7 @@ function readAgentFiles(
     seen.add(file.path);
     let text: string | undefined;
     try {
-      text = readOperatorFile(file.path, "an MCP config");
+      text = readOperatorFile(file.path, "an MCP config", MAX_AGENT_FILE_BYTES);
     } catch (error) {
       if (!(error instanceof InvalidFileError)) throw error;
       problems.push(`${error.message}; skipped`);

@@ -232,3 +232,26 @@ Deno.test("import --from: a file in a format sherlock renders; a missing one is 
   const usage = await home.sherlock(["import", "--form", "x"]);
   assert.equal(usage.code, 2);
 });
+
+Deno.test("import reads a ~/.claude.json of megabytes (Claude keeps every project's history in it)", async () => {
+  await using home = await createBrokerHome();
+  const history = Array.from({ length: 20_000 }, (_, index) => ({
+    display: `prompt number ${index} about the build, the tests and the docs`,
+    pastedContents: {},
+  }));
+  Deno.writeTextFileSync(
+    join(home.home, ".claude.json"),
+    JSON.stringify({
+      projects: {
+        "/src/big": {
+          history,
+          mcpServers: { fetch: { command: "uvx", args: ["mcp-server-fetch"] } },
+        },
+      },
+    }),
+  );
+  assert.ok(Deno.statSync(join(home.home, ".claude.json")).size > 1024 * 1024);
+  const result = await home.sherlock(["import"]);
+  assert.equal(result.code, 0, result.stderr);
+  assert.deepEqual(listNames(home.servicesDir), ["fetch.toml"]);
+});

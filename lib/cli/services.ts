@@ -91,7 +91,11 @@ async function listServices(): Promise<number> {
     "SERVER",
     "TOKEN AVAILABLE",
   ]];
-  for (const service of services) {
+  // Every host is looked up at once: one that does not resolve takes seconds.
+  const reachability = await Promise.all(
+    services.map((service) => serverReachability(service, env.PATH)),
+  );
+  services.forEach((service, index) => {
     const name = service.service.name;
     rows.push([
       name,
@@ -100,10 +104,10 @@ async function listServices(): Promise<number> {
         : `remote (${service.server.transport})`,
       service.token.source,
       delivery.get(name)?.kind ?? "-",
-      await serverReachability(service, env.PATH),
+      reachability[index],
       tokenAvailability(service, store, env.PATH),
     ]);
-  }
+  });
   if (services.length === 0) {
     printLine(
       `no services in ${paths.servicesDir}; add one, or run "sherlock import"`,

@@ -61,6 +61,65 @@ malformed (on stderr; the exit code is then 78).
     module: "lib/cli/agents.ts",
     entry: "agentsCommand",
   },
+  services: {
+    summary: "list the services, show one, or test one as a session would",
+    help: `Usage: sherlock services
+       sherlock services show <name>
+       sherlock services test [--agent NAME] [--timeout SECONDS] <name>
+
+Lists the services of $XDG_CONFIG_HOME/sherlock/services.d/: stdio or
+remote, the token's source and delivery (for an agent whose config is a
+session file, like Claude Code), whether the server's command is on PATH
+or its URL's host resolves, and whether its token is available (secret
+stored, helper present, OAuth grant held; the broker is asked, never
+started). Malformed files are listed on stderr, and the exit code is 78.
+
+"show" prints one service as sherlock resolved it, every default filled
+in, and the file it came from.
+
+"test" starts the service exactly as the agent's session would (default
+agent: claude): the same rendering, the real token through the same
+delivery (shim or bridge included), then speaks MCP to it with the
+official SDK client (initialize, tools/list; each step may take
+--timeout seconds, default 20) and prints the server's name and version,
+its tools and the time each step took. On failure it prints the server's
+stderr tail and one line saying what to do. Exit 0 only when tools/list
+answered; 69 when the server did not, 77 when the token needs a login,
+78 when the service or the agent's profile is invalid.
+
+Example:
+  sherlock services test github`,
+    module: "lib/cli/services.ts",
+    entry: "servicesCommand",
+  },
+  import: {
+    summary: "import the MCP servers the agents already have into services.d",
+    help: `Usage: sherlock import [--dry-run] [--from PATH]…
+
+Reads the MCP servers the agents already have — Claude Code (~/.claude.json,
+its user and project scopes, and ./.mcp.json), Copilot CLI
+(~/.copilot/mcp-config.json), Codex (~/.codex/config.toml [mcp_servers]),
+Gemini (~/.gemini/settings.json) — and every file given with --from in
+one of the formats sherlock renders, and writes one services.d file per
+server. A value that looks like a credential (an env value or header named
+*TOKEN*, *KEY*, *SECRET*, *PASSWORD*, Authorization, or a value starting
+with a known token prefix such as ghp_, github_pat_, sk-, xox) goes into
+the encrypted store (log in first) with [token] source = "secret", never
+into the file. An existing service of the same name is never overwritten,
+and the agents' own files are never modified: the command ends by listing
+which of them still hold plaintext credentials, and where (never the value).
+
+Options:
+  --dry-run    show what would be written, every env and header value
+               redacted; writes and stores nothing
+  --from PATH  also read PATH (JSON with "mcpServers" or opencode's "mcp",
+               a servers map, or TOML with [mcp_servers]); repeatable
+
+Example:
+  sherlock import --dry-run && sherlock import`,
+    module: "lib/cli/import.ts",
+    entry: "importCommand",
+  },
   login: {
     summary:
       "unlock the secret store in the broker (creates it the first time)",

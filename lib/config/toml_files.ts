@@ -243,24 +243,27 @@ export const MAX_OPERATOR_FILE_BYTES = 1024 * 1024;
  * service on every token request) until someone writes to it, and a device
  * such as /dev/zero or a huge file would fill the memory. `what` names the
  * kind of file in the refusal ("a profile", "a service", "config.toml").
+ * `maxBytes` raises the limit for a file that is not sherlock's own (an
+ * agent's `~/.claude.json` also holds its history: megabytes).
  */
 export function readOperatorFile(
   path: string,
   what: string,
+  maxBytes: number = MAX_OPERATOR_FILE_BYTES,
 ): string | undefined {
   try {
     // stat before open: opening a FIFO for reading blocks until a writer
     // comes, and Deno has no O_NONBLOCK.
-    refuseUnusable(path, Deno.statSync(path), what);
+    refuseUnusable(path, Deno.statSync(path), { what, maxBytes });
     using file = Deno.openSync(path);
     // Again on what was opened: the entry may have changed since the stat.
     const info = file.statSync();
-    refuseUnusable(path, info, what);
+    refuseUnusable(path, info, { what, maxBytes });
     const bytes = readAtMost(file, {
-      limit: MAX_OPERATOR_FILE_BYTES + 1,
+      limit: maxBytes + 1,
       sizeHint: info.size,
     });
-    if (bytes.length > MAX_OPERATOR_FILE_BYTES) throw tooLarge(path, what);
+    if (bytes.length > maxBytes) throw tooLarge(path, { what, maxBytes });
     // As Deno.readTextFileSync decodes: invalid bytes become U+FFFD and a
     // byte order mark is kept.
     return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
@@ -276,7 +279,11 @@ export function readOperatorFile(
   }
 }
 
-function refuseUnusable(path: string, info: Deno.FileInfo, what: string) {
+function refuseUnusable(
+  path: string,
+  info: Deno.FileInfo,
+  limit: { what: string; maxBytes: number },
+) {
   if (info.isDirectory) throw new Deno.errors.IsADirectory();
   if (!info.isFile) {
     throw new InvalidFileError({
@@ -286,7 +293,7 @@ function refuseUnusable(path: string, info: Deno.FileInfo, what: string) {
       }, not a regular file`,
     });
   }
-  if (info.size > MAX_OPERATOR_FILE_BYTES) throw tooLarge(path, what);
+  if (info.size > limit.maxBytes) throw tooLarge(path, limit);
 }
 
 function describeFileType(info: Deno.FileInfo): string {
@@ -297,10 +304,16 @@ function describeFileType(info: Deno.FileInfo): string {
   return "not a file";
 }
 
-function tooLarge(path: string, what: string): InvalidFileError {
+function tooLarge(
+  path: string,
+  limit: { what: string; maxBytes: number },
+): InvalidFileError {
+  const mib = Math.round(limit.maxBytes / (1024 * 1024));
   return new InvalidFileError({
     path,
-    reason: `larger than 1 MiB; ${what} is a few KiB`,
+    reason: limit.maxBytes === MAX_OPERATOR_FILE_BYTES
+      ? `larger than 1 MiB; ${limit.what} is a few KiB`
+      : `larger than ${mib} MiB, more than ${limit.what} holds`,
   });
 }
 

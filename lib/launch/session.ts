@@ -215,7 +215,7 @@ function argsWithValues(plan: SessionPlan, values: string[]): string[] {
 }
 
 /** The tokens a session fetched, and those the broker keeps for the shim. */
-interface FetchedTokens {
+export interface FetchedTokens {
   /** The inline tokens, by service. */
   tokens: Map<string, string>;
   /** The services whose token the broker deferred to the session's shim. */
@@ -223,7 +223,7 @@ interface FetchedTokens {
 }
 
 /** A session registered with the broker. */
-interface BrokerSession {
+export interface BrokerSession {
   /** The capability the session's shims present. */
   capability: string;
   /**
@@ -238,9 +238,10 @@ interface BrokerSession {
 /**
  * Registers the session with the broker (starting the broker when nothing
  * answers) for the services that need a token. Returns undefined, without
- * talking to the broker, when none does.
+ * talking to the broker, when none does. `sherlock services test` opens
+ * one the same way.
  */
-async function openBrokerSession(
+export async function openBrokerSession(
   options: {
     delivery: DeliveryPlan;
     socket: string;

@@ -175,3 +175,21 @@ Deno.test("the command table is cheap to load: it imports no command", async () 
     ["lib/cli/commands.ts", "lib/runtime/lazy_import.ts"],
   );
 });
+
+Deno.test("services and import do not load the MCP SDK at start-up: services test imports it lazily", async () => {
+  for (const command of ["services", "import"]) {
+    const loaded = await startupGraph(`lib/cli/${command}.ts`);
+    const sdk = [...loaded.keys()].filter((specifier) =>
+      specifier.includes("modelcontextprotocol") ||
+      specifier.includes("/lib/broker/daemon/")
+    );
+    assert.deepEqual(sdk, [], `lib/cli/${command}.ts`);
+  }
+  const probe = await startupGraph("lib/mcp/probe.ts");
+  assert.ok(
+    [...probe.keys()].some((specifier) =>
+      specifier.includes("modelcontextprotocol")
+    ),
+    "probe.ts is where the SDK client is",
+  );
+});

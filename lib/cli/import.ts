@@ -1,0 +1,277 @@
+/**
+ * `sherlock import [--dry-run] [--from PATH]…`: the MCP servers the agents
+ * already have become services.d files; their credentials go into the
+ * encrypted store, never into a file. Never overwrites a service or a
+ * stored secret, never modifies an agent's file, and ends by listing where
+ * the agents' files still hold plaintext credentials (never the values).
+ *
+ * @module
+ */
+
+import {
+  ensureBroker,
+  listSecrets,
+  setSecret,
+  whoami,
+} from "../broker/client.ts";
+import {
+  InvalidFileError,
+  listTomlFiles,
+  readOperatorFile,
+} from "../config/toml_files.ts";
+import {
+  ConfigError,
+  ExitCode,
+  NoPermissionError,
+  UsageError,
+} from "../errors.ts";
+import {
+  type AgentConfigFile,
+  agentConfigFiles,
+  type ImportedServer,
+  parseAgentConfig,
+  type SkippedEntry,
+} from "../import/agent_configs.ts";
+import {
+  displayPath,
+  type ImportPlan,
+  planImport,
+  type PlannedService,
+} from "../import/import_plan.ts";
+import { writeFileExclusively } from "../private_files.ts";
+import { isAbsolute, join } from "../runtime/path.ts";
+import { commandContext } from "./context.ts";
+import { printLine, printWarning } from "./output.ts";
+
+/**
+ * The largest agent file read: `~/.claude.json` also holds Claude's history
+ * of every project, megabytes of it.
+ */
+export const MAX_AGENT_FILE_BYTES = 64 * 1024 * 1024;
+
+/** Runs the command; returns the exit code. */
+export async function importCommand(args: readonly string[]): Promise<number> {
+  const { dryRun, from } = parseArgs(args);
+  const { env, paths } = commandContext();
+  const cwd = Deno.cwd();
+  const home = env.HOME;
+  const shown = (path: string) => displayPath(path, home);
+  const files: AgentConfigFile[] = [
+    ...agentConfigFiles(env, cwd),
+    ...from.map((path): AgentConfigFile => ({
+      agent: "file",
+      path: isAbsolute(path) ? path : join(cwd, path),
+      format: "any",
+    })),
+  ];
+  const { servers, skipped, problems } = readAgentFiles(files, from.length);
+  for (const problem of problems) printWarning(problem);
+  const existing = new Set(
+    listTomlFiles(paths.servicesDir).map((file) => file.name),
+  );
+  const plan = planImport(servers, { existing, home });
+  if (dryRun) {
+    printDryRun(plan, { servicesDir: paths.servicesDir, shown });
+  } else {
+    await carryOut(plan, {
+      servicesDir: paths.servicesDir,
+      socket: paths.socket,
+      brokerLog: paths.brokerLog,
+      shown,
+    });
+  }
+  for (const skipped of plan.skipped) {
+    printLine(
+      `skipped ${
+        shown(skipped.server.path)
+      } ${skipped.server.keyPath}: ${skipped.reason}`,
+    );
+  }
+  if (plan.services.length === 0 && plan.skipped.length === 0) {
+    printLine("no MCP servers found in the agents' files");
+  }
+  printPlaintext(plan, shown);
+  return problems.length > 0 ? ExitCode.Config : 0;
+}
+
+function parseArgs(
+  args: readonly string[],
+): { dryRun: boolean; from: string[] } {
+  let dryRun = false;
+  const from: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === "--dry-run") dryRun = true;
+    else if (arg === "--from") {
+      const value = args[++i];
+      if (value === undefined || value === "") {
+        throw new UsageError("--from needs a file's path");
+      }
+      from.push(value);
+    } else if (arg.startsWith("--from=")) from.push(arg.slice(7));
+    else {
+      throw new UsageError(
+        `unexpected argument ${arg}; see sherlock import --help`,
+      );
+    }
+  }
+  return { dryRun, from };
+}
+
+/**
+ * Reads every file that exists (each path once); the last `given` files
+ * came from `--from` and must exist. A file that cannot be read or parsed
+ * is one problem line, and the others are still read.
+ */
+function readAgentFiles(
+  files: readonly AgentConfigFile[],
+  given: number,
+): { servers: ImportedServer[]; skipped: SkippedEntry[]; problems: string[] } {
+  const servers: ImportedServer[] = [];
+  const skipped: SkippedEntry[] = [];
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  files.forEach((file, index) => {
+    if (seen.has(file.path)) return;
+    seen.add(file.path);
+    let text: string | undefined;
+    try {
+      text = readOperatorFile(file.path, "an MCP config", MAX_AGENT_FILE_BYTES);
+    } catch (error) {
+      if (!(error instanceof InvalidFileError)) throw error;
+      problems.push(`${error.message}; skipped`);
+      return;
+    }
+    if (text === undefined) {
+      if (index >= files.length - given) {
+        throw new ConfigError(
+          `${file.path} (--from): no such file; give the path of an MCP config file`,
+        );
+      }
+      return;
+    }
+    try {
+      const parsed = parseAgentConfig(file, text);
+      servers.push(...parsed.servers);
+      skipped.push(...parsed.skipped);
+    } catch (error) {
+      if (!(error instanceof SyntaxError)) throw error;
+      problems.push(`${file.path}: ${error.message}; skipped`);
+    }
+  });
+  return { servers, skipped, problems };
+}
+
+function printDryRun(
+  plan: ImportPlan,
+  options: { servicesDir: string; shown: (path: string) => string },
+) {
+  for (const service of plan.services) {
+    printLine(
+      `would write ${
+        options.shown(join(options.servicesDir, `${service.name}.toml`))
+      } (${origins(service, options.shown)}):`,
+    );
+    for (const line of service.redacted.trimEnd().split("\n")) {
+      printLine(`  ${line}`);
+    }
+    if (service.secret !== undefined) {
+      printLine(
+        `would store the secret of ${service.name} (the value of ${service.secret.keyPath})`,
+      );
+    }
+  }
+  printLine("dry run: nothing was written or stored");
+}
+
+async function carryOut(
+  plan: ImportPlan,
+  options: {
+    servicesDir: string;
+    socket: string;
+    brokerLog: string;
+    shown: (path: string) => string;
+  },
+) {
+  const withSecrets = plan.services.filter((service) => service.secret);
+  if (withSecrets.length > 0) {
+    await ensureBroker({ socket: options.socket, logFile: options.brokerLog });
+    if (!(await whoami(options.socket)).loggedIn) {
+      throw new NoPermissionError(
+        `not logged in: ${
+          withSecrets.map((service) => service.name).join(", ")
+        } ${
+          withSecrets.length === 1 ? "has a credential" : "have credentials"
+        } for the encrypted store; run "sherlock login", then "sherlock import" again (nothing was written)`,
+      );
+    }
+    const stored = new Set(
+      (await listSecrets(options.socket)).secrets.map((secret) => secret.name),
+    );
+    for (const service of withSecrets) {
+      if (!stored.has(service.name)) continue;
+      plan.services.splice(plan.services.indexOf(service), 1);
+      plan.skipped.push({
+        server: service.origins[0],
+        reason:
+          `a secret named ${service.name} is already stored; not replacing it (run "sherlock secret rm ${service.name}" first to import this one)`,
+      });
+    }
+  }
+  if (plan.services.length > 0) {
+    Deno.mkdirSync(options.servicesDir, { recursive: true });
+  }
+  for (const service of [...plan.services]) {
+    const path = join(options.servicesDir, `${service.name}.toml`);
+    if (service.secret !== undefined) {
+      await setSecret({
+        socket: options.socket,
+        name: service.name,
+        value: service.secret.value,
+      });
+    }
+    const written = writeFileExclusively({
+      path,
+      bytes: new TextEncoder().encode(service.text),
+      // Like any file the operator writes there: it holds no secret.
+      mode: 0o644,
+    });
+    if (!written) {
+      plan.services.splice(plan.services.indexOf(service), 1);
+      plan.skipped.push({
+        server: service.origins[0],
+        reason: `${options.shown(path)} appeared meanwhile; left as it is`,
+      });
+      continue;
+    }
+    printLine(
+      `wrote ${options.shown(path)} (${origins(service, options.shown)}${
+        service.secret === undefined
+          ? ""
+          : `; the value of ${service.secret.keyPath} is in the store`
+      })`,
+    );
+  }
+}
+
+function origins(
+  service: PlannedService,
+  shown: (path: string) => string,
+): string {
+  return "from " +
+    service.origins.map((origin) => `${shown(origin.path)} ${origin.keyPath}`)
+      .join(", ");
+}
+
+function printPlaintext(
+  plan: ImportPlan,
+  shown: (path: string) => string,
+) {
+  if (plan.plaintext.length === 0) return;
+  printLine(
+    "these files still hold credentials in plain text (sherlock never edits them; remove each value once its service works through sherlock):",
+  );
+  for (const found of plan.plaintext) {
+    printLine(`  ${shown(found.path)}: ${found.keyPath}`);
+  }
+}

@@ -1,0 +1,352 @@
+/**
+ * `sherlock services` lists the services of services.d with whether each
+ * could start now; `services show NAME` prints one as sherlock resolved it;
+ * `services test NAME` starts one exactly as an agent's session would (the
+ * same plan, broker session, token delivery and rendered entry — shim or
+ * bridge included) and speaks MCP to it with the official SDK client.
+ *
+ * @module
+ */
+
+import { stringify } from "smol-toml";
+import { formatProblem } from "../config/toml_files.ts";
+import { loadSettings } from "../config/settings.ts";
+import { ValidationCache } from "../config/validation_cache.ts";
+import { join } from "../runtime/path.ts";
+import { importLazily } from "../runtime/lazy_import.ts";
+import {
+  ConfigError,
+  ExitCode,
+  NoPermissionError,
+  UnavailableError,
+  UsageError,
+} from "../errors.ts";
+import {
+  authorizationStatus,
+  brokerHealth,
+  listSecrets,
+  whoami,
+} from "../broker/client.ts";
+import { planDelivery, settleDelivery } from "../render/delivery.ts";
+import { serverEntries } from "../render/servers.ts";
+import { planSession } from "../launch/plan.ts";
+import { type BrokerSession, openBrokerSession } from "../launch/session.ts";
+import { loadProfile } from "../profiles/loader.ts";
+import { newSessionId } from "../session/records.ts";
+import { selfCommand } from "../self_command.ts";
+import { loadServices, type Service } from "../services/loader.ts";
+import {
+  serverReachability,
+  type StoreView,
+  tokenAvailability,
+} from "../mcp/readiness.ts";
+import type { ProbeResult } from "../mcp/probe.ts";
+import { type CommandContext, commandContext } from "./context.ts";
+import { columns, escapeControls, printLine, printWarning } from "./output.ts";
+
+/** The agent whose session `services test` starts a service as by default. */
+export const DEFAULT_TEST_AGENT = "claude";
+
+/** How long each step of `services test` may take by default, in seconds. */
+export const DEFAULT_TEST_TIMEOUT_SECONDS = 20;
+
+/** Runs the command; returns the exit code. */
+export async function servicesCommand(
+  args: readonly string[],
+): Promise<number> {
+  const [action, ...rest] = args;
+  if (action === undefined) return await listServices();
+  if (action === "show") {
+    if (rest.length !== 1) {
+      throw new UsageError("usage: sherlock services show <name>");
+    }
+    return await showService(rest[0]);
+  }
+  if (action === "test") return await testService(parseTestArgs(rest));
+  throw new UsageError(
+    `unknown services command ${action}; see sherlock services --help`,
+  );
+}
+
+async function listServices(): Promise<number> {
+  const context = commandContext();
+  const { paths, env } = context;
+  const cache = new ValidationCache(paths.cacheDir);
+  const { services, problems } = await loadServices({ paths, cache });
+  const settings = await loadSettings({ paths, cache });
+  cache.save();
+  // The delivery of an agent whose config is a session file (Claude Code).
+  const delivery = planDelivery({
+    services,
+    format: "mcp-json",
+    configured: settings.render.tokens,
+    agent: DEFAULT_TEST_AGENT,
+  });
+  const store = await storeView(paths.socket, services);
+  const rows = [[
+    "NAME",
+    "KIND",
+    "TOKEN",
+    "DELIVERY",
+    "SERVER",
+    "TOKEN AVAILABLE",
+  ]];
+  // Every host is looked up at once: one that does not resolve takes seconds.
+  const reachability = await Promise.all(
+    services.map((service) => serverReachability(service, env.PATH)),
+  );
+  services.forEach((service, index) => {
+    const name = service.service.name;
+    rows.push([
+      name,
+      "command" in service.server
+        ? "stdio"
+        : `remote (${service.server.transport})`,
+      service.token.source,
+      delivery.get(name)?.kind ?? "-",
+      reachability[index],
+      tokenAvailability(service, store, env.PATH),
+    ]);
+  });
+  if (services.length === 0) {
+    printLine(
+      `no services in ${paths.servicesDir}; add one, or run "sherlock import"`,
+    );
+  } else {
+    for (const line of columns(rows)) printLine(line);
+  }
+  for (const problem of problems) {
+    printWarning(`skipped malformed service ${formatProblem(problem)}`);
+  }
+  return problems.length > 0 ? ExitCode.Config : 0;
+}
+
+/**
+ * What the broker says about the store, without starting it: the token
+ * column is a look, not an action.
+ */
+async function storeView(
+  socket: string,
+  services: readonly Service[],
+): Promise<StoreView> {
+  const asks = services.some((service) =>
+    service.token.source === "secret" || service.token.source === "oauth"
+  );
+  // Not asked: no row reads the store.
+  if (!asks) return { kind: "not-running" };
+  try {
+    if (await brokerHealth(socket) === undefined) {
+      return { kind: "not-running" };
+    }
+    if (!(await whoami(socket)).loggedIn) return { kind: "locked" };
+    const secrets = await listSecrets(socket);
+    const oauth = await authorizationStatus(socket);
+    return {
+      kind: "unlocked",
+      secrets: new Set(secrets.secrets.map((secret) => secret.name)),
+      authorized: new Set(
+        oauth.services.filter((status) => status.authorized)
+          .map((status) => status.service),
+      ),
+    };
+  } catch (error) {
+    if (error instanceof UnavailableError) return { kind: "not-running" };
+    if (error instanceof NoPermissionError) return { kind: "locked" };
+    throw error;
+  }
+}
+
+/** Loads one service, or throws the one line that says why it cannot. */
+async function requireService(
+  name: string,
+  context: CommandContext,
+  cache: ValidationCache,
+): Promise<{ service: Service; path: string }> {
+  const { paths } = context;
+  const { services, problems } = await loadServices({ paths, cache });
+  const path = join(paths.servicesDir, `${name}.toml`);
+  const service = services.find((found) => found.service.name === name);
+  if (service !== undefined) return { service, path };
+  const problem = problems.find((found) => found.path === path);
+  if (problem !== undefined) throw new ConfigError(formatProblem(problem));
+  throw new ConfigError(
+    `no service ${name} in ${paths.servicesDir}; "sherlock services" lists them`,
+  );
+}
+
+async function showService(name: string): Promise<number> {
+  const context = commandContext();
+  const cache = new ValidationCache(context.paths.cacheDir);
+  const { service, path } = await requireService(name, context, cache);
+  cache.save();
+  printLine(`# ${path}`);
+  printLine(stringify(service).trimEnd());
+  return 0;
+}
+
+/** What `services test` was asked. */
+interface TestArgs {
+  name: string;
+  agent: string;
+  timeoutMs: number;
+}
+
+function parseTestArgs(args: readonly string[]): TestArgs {
+  let agent = DEFAULT_TEST_AGENT;
+  let timeoutSeconds = DEFAULT_TEST_TIMEOUT_SECONDS;
+  const names: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === "--agent" || arg === "--timeout") {
+      const value = args[++i];
+      if (value === undefined) throw new UsageError(`${arg} needs a value`);
+      if (arg === "--agent") agent = value;
+      else {
+        timeoutSeconds = Number(value);
+        if (!(timeoutSeconds > 0) || timeoutSeconds > 3600) {
+          throw new UsageError(
+            "--timeout must be a number of seconds between 0 and 3600",
+          );
+        }
+      }
+    } else if (arg.startsWith("-")) {
+      throw new UsageError(
+        `unknown option ${arg}; see sherlock services --help`,
+      );
+    } else names.push(arg);
+  }
+  if (names.length !== 1) {
+    throw new UsageError(
+      "usage: sherlock services test [--agent NAME] [--timeout SECONDS] <name>",
+    );
+  }
+  return { name: names[0], agent, timeoutMs: timeoutSeconds * 1000 };
+}
+
+async function testService(request: TestArgs): Promise<number> {
+  const context = commandContext();
+  const { paths, env, uid } = context;
+  const cache = new ValidationCache(paths.cacheDir);
+  const profile = await loadProfile(request.agent, { paths, cache });
+  const { service } = await requireService(request.name, context, cache);
+  const settings = await loadSettings({ paths, cache });
+  cache.save();
+  const plan = planSession({
+    agent: request.agent,
+    profile,
+    services: [service],
+    settings,
+    userArgs: [],
+    context: { env, uid },
+    session: newSessionId(),
+    runtimeDir: paths.runtimeDir,
+    socket: paths.socket,
+    selfCommand: selfCommand(),
+  });
+  const name = request.name;
+  const delivery = plan.delivery.get(name);
+  printLine(
+    `service ${name}: ${
+      "command" in service.server ? "stdio" : "remote"
+    }, token ${service.token.source}, delivery ${
+      delivery?.kind ?? "none"
+    } (as agent ${request.agent}'s session starts it)`,
+  );
+  let started = performance.now();
+  let broker: BrokerSession | undefined;
+  try {
+    broker = await openBrokerSession({
+      delivery: plan.delivery,
+      socket: paths.socket,
+      session: plan.session,
+      agent: request.agent,
+    });
+    const fetched = broker === undefined
+      ? { tokens: new Map<string, string>(), deferred: [] }
+      : await broker.fetchTokens();
+    if (broker !== undefined) {
+      printLine(
+        `  broker      ${msOf(started)}  session registered, token ${
+          fetched.tokens.size > 0 ? "fetched" : "left to the shim or bridge"
+        }`,
+      );
+    }
+    const settled = settleDelivery(plan.delivery, fetched);
+    const entry = serverEntries([service], {
+      delivery: settled,
+      tokens: fetched.tokens,
+      shim: { ...plan.shim, capability: broker?.capability },
+    })[name];
+    const probe = await importLazily<typeof import("../mcp/probe.ts")>(
+      new URL("../mcp/probe.ts", import.meta.url),
+    );
+    started = performance.now();
+    const result = await probe.probeServer({
+      entry,
+      env: plan.env,
+      timeoutMs: request.timeoutMs,
+    });
+    return printProbe(name, result);
+  } finally {
+    await broker?.end();
+  }
+}
+
+function msOf(started: number): string {
+  return `${Math.round(performance.now() - started)} ms`.padStart(8);
+}
+
+function printProbe(name: string, result: ProbeResult): number {
+  for (const step of result.steps) {
+    const failed = !result.ok && step === result.steps.at(-1);
+    const what = failed
+      ? "failed"
+      : step.step === "initialize" && result.ok
+      ? `server ${escapeControls(result.server.name)} ${
+        escapeControls(result.server.version)
+      }`
+      : result.ok
+      ? `${result.tools.length} tool${result.tools.length === 1 ? "" : "s"}`
+      : "answered";
+    printLine(
+      `  ${step.step.padEnd(10)}  ${`${step.ms} ms`.padStart(8)}  ${what}`,
+    );
+  }
+  if (result.ok) {
+    printLine("tools:");
+    const rows = result.tools.map((tool) => [
+      `  ${escapeControls(tool.name)}`,
+      escapeControls(tool.description),
+    ]);
+    for (const line of columns(rows)) printLine(line);
+    if (rows.length === 0) printLine("  (none)");
+    return 0;
+  }
+  if (result.stderrTail.length > 0) {
+    printLine("the server's stderr (last lines):");
+    for (const line of result.stderrTail) {
+      printLine(`  | ${escapeControls(line)}`);
+    }
+  }
+  printWarning(`service ${name}: ${result.reason}; ${advice(name, result)}`);
+  return ExitCode.Unavailable;
+}
+
+/** The one line on what to do after a failed probe. */
+function advice(
+  name: string,
+  result: Extract<ProbeResult, { ok: false }>,
+): string {
+  switch (result.cause) {
+    case "start":
+      return `install the server or fix [server] command in services.d/${name}.toml`;
+    case "garbage":
+      return "a stdio server must print only JSON-RPC on stdout (logs go to stderr): fix its command or arguments";
+    case "timeout":
+      return "check that [server] command starts an MCP server on stdio (or the URL is one), or raise --timeout";
+    case "closed":
+      return "its stderr above says why it exited; run its command by hand to see more";
+    default:
+      return `check services.d/${name}.toml against the server's documentation`;
+  }
+}

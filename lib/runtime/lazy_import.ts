@@ -22,6 +22,7 @@ export const LAZY_LIBRARY_MODULES: readonly string[] = [
   "lib/services/schema.ts",
   "lib/config/settings_schema.ts",
   "lib/config/toml_parser.ts",
+  "lib/config/suggestion.ts",
 ];
 
 /**

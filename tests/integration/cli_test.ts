@@ -160,6 +160,23 @@ const USAGE_ERRORS: [string[], string][] = [
     ["frobnicate"],
     'no command or agent named "frobnicate"; run "sherlock agents" to list agents, "sherlock --help" for commands',
   ],
+  // A typo gets the name it resembles: an agent, or a command.
+  [
+    ["claud"],
+    'no command or agent named "claud" (did you mean claude?); run "sherlock agents" to list agents, "sherlock --help" for commands',
+  ],
+  [
+    ["agnets"],
+    'no command or agent named "agnets" (did you mean agents?); run "sherlock agents" to list agents, "sherlock --help" for commands',
+  ],
+  [
+    ["agents", "show", "cdex"],
+    'no agent profile named "cdex" (did you mean codex?); run "sherlock agents" to list them',
+  ],
+  [
+    ["help", "secrt"],
+    "no command named secrt (did you mean secret?); see sherlock --help",
+  ],
   [["--frob"], "unknown option --frob; see sherlock --help"],
   [["help", "frob"], "no command named frob; see sherlock --help"],
   [

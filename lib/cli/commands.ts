@@ -73,9 +73,9 @@ config.toml ([broker] idle_timeout, seconds) locks it again. The first
 login creates the store (asking for the passphrase twice; at least
 8 characters).
 
-The passphrase is read from the terminal without echo; with no terminal,
-from the first line of stdin, or of PATH with --passphrase-file
-(e.g. --passphrase-file /dev/fd/3).`,
+The passphrase is read from the terminal without echo (three tries);
+with no terminal, from the first line of stdin, or of PATH with
+--passphrase-file (e.g. --passphrase-file /dev/fd/3).`,
     module: "lib/cli/login.ts",
     entry: "loginCommand",
   },
@@ -105,7 +105,9 @@ Exit 0 when logged in, 77 when not.`,
 Manages the secrets of the local store (log in first). "set" reads the
 value from the terminal without echo, or from stdin:
   gh auth token | sherlock secret set github
-Values never come from the command line and are never printed.`,
+Values never come from the command line and are never printed. "set"
+warns when no service in services.d reads the name (it stores anyway);
+"rm" of a name with no secret exits 1. None of them starts the broker.`,
     module: "lib/cli/secret.ts",
     entry: "secretCommand",
     needsArguments: true,

@@ -160,14 +160,31 @@ export function readNamedTomlFile<T>(
       const { requireNameMatchesFile } = await importLazily<
         typeof import("./schema_problems.ts")
       >(new URL("./schema_problems.ts", import.meta.url));
-      return requireNameMatchesFile({
+      const named = requireNameMatchesFile({
         validate,
         basename: file.basename,
         key: kind.nameKey,
         nameOf: kind.nameOf,
       });
+      // An empty file (what a failed `> file` leaves) says so, rather
+      // than that each of its tables is missing.
+      return (raw, text) =>
+        isEmptyTable(raw)
+          ? {
+            ok: false,
+            problem: {
+              reason:
+                `the file is empty (or only comments): no ${kind.kind} in it`,
+            },
+          }
+          : named(raw, text);
     },
   });
+}
+
+function isEmptyTable(value: unknown): boolean {
+  return typeof value === "object" && value !== null &&
+    Object.keys(value).length === 0;
 }
 
 /**

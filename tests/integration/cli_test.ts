@@ -195,7 +195,12 @@ const USAGE_ERRORS: [string[], string][] = [
     ["agents", "extra"],
     "unexpected argument extra; see sherlock agents --help",
   ],
-  [["agents", "show"], "usage: sherlock agents show <name>"],
+  [["agents", "show"], "usage: sherlock agents show [--builtin] <name>"],
+  [["agents", "override"], "usage: sherlock agents override <name>"],
+  [
+    ["agents", "override", "acme"],
+    'no built-in profile named "acme"; the built-ins are amp, claude, codex, copilot, gemini, opencode, qwen',
+  ],
 ];
 
 for (const [args, message] of USAGE_ERRORS) {

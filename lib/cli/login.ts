@@ -65,6 +65,31 @@ export async function loginCommand(args: readonly string[]): Promise<number> {
   }
 }
 
+/** `sherlock logout`. */
+export async function logoutCommand(args: readonly string[]): Promise<number> {
+  if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
+  const socket = await runningBrokerSocket();
+  if (socket === undefined) return 0;
+  const before = await whoami(socket);
+  await logout(socket);
+  printLine(
+    before.loggedIn
+      ? "logged out: the store is locked and cached tokens are dropped"
+      : "was not logged in: the store was already locked",
+  );
+  return 0;
+}
+
+/** `sherlock whoami`: exit 0 when logged in, 77 when not. */
+export async function whoamiCommand(args: readonly string[]): Promise<number> {
+  if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
+  const socket = await runningBrokerSocket();
+  if (socket === undefined) return ExitCode.NoPermission;
+  const who = await whoami(socket);
+  printLine(describeLogin(who));
+  return who.loggedIn ? 0 : ExitCode.NoPermission;
+}
+
 /** How often a terminal may be asked for a passphrase in one login. */
 const TRIES = 3;
 
@@ -92,31 +117,6 @@ function tooShort(passphrase: string): string | undefined {
   return passphrase.length < MIN_PASSPHRASE_LENGTH
     ? `the passphrase is too short: a new store needs at least ${MIN_PASSPHRASE_LENGTH} characters`
     : undefined;
-}
-
-/** `sherlock logout`. */
-export async function logoutCommand(args: readonly string[]): Promise<number> {
-  if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
-  const socket = await runningBrokerSocket();
-  if (socket === undefined) return 0;
-  const before = await whoami(socket);
-  await logout(socket);
-  printLine(
-    before.loggedIn
-      ? "logged out: the store is locked and cached tokens are dropped"
-      : "was not logged in: the store was already locked",
-  );
-  return 0;
-}
-
-/** `sherlock whoami`: exit 0 when logged in, 77 when not. */
-export async function whoamiCommand(args: readonly string[]): Promise<number> {
-  if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
-  const socket = await runningBrokerSocket();
-  if (socket === undefined) return ExitCode.NoPermission;
-  const who = await whoami(socket);
-  printLine(describeLogin(who));
-  return who.loggedIn ? 0 : ExitCode.NoPermission;
 }
 
 /**

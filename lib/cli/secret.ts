@@ -65,23 +65,6 @@ export function unreadSecretProblem(
   }; ${stored}`;
 }
 
-async function unreadSecretWarning(name: string): Promise<string | undefined> {
-  const { paths } = commandContext();
-  const cache = new ValidationCache(paths.cacheDir);
-  const listing = await loadServices({ paths, cache });
-  cache.save();
-  return unreadSecretProblem(name, {
-    services: listing.services.map((service) => ({
-      name: service.service.name,
-      source: service.token.source,
-    })),
-    malformed: listing.problems.map((problem) =>
-      problem.path.slice(problem.path.lastIndexOf("/") + 1)
-        .replace(/\.toml$/, "")
-    ),
-  });
-}
-
 /** Runs the command; returns the exit code. */
 export async function secretCommand(args: readonly string[]): Promise<number> {
   const [action, ...rest] = args;
@@ -161,6 +144,24 @@ export async function secretCommand(args: readonly string[]): Promise<number> {
   printLine(`stored the secret of ${name}`);
   if (unread !== undefined) printWarning(unread);
   return 0;
+}
+
+/** {@linkcode unreadSecretProblem} for the services in services.d/. */
+async function unreadSecretWarning(name: string): Promise<string | undefined> {
+  const { paths } = commandContext();
+  const cache = new ValidationCache(paths.cacheDir);
+  const listing = await loadServices({ paths, cache });
+  cache.save();
+  return unreadSecretProblem(name, {
+    services: listing.services.map((service) => ({
+      name: service.service.name,
+      source: service.token.source,
+    })),
+    malformed: listing.problems.map((problem) =>
+      problem.path.slice(problem.path.lastIndexOf("/") + 1)
+        .replace(/\.toml$/, "")
+    ),
+  });
 }
 
 /** The running broker's socket: every secret command needs a login. */

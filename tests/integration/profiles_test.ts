@@ -13,13 +13,8 @@ import {
   profileToml,
   stdioServiceToml,
 } from "../helpers/profiles.ts";
-import {
-  assertNoStackTrace,
-  lines,
-  runSherlock,
-  sherlockCommand,
-} from "../helpers/sherlock.ts";
-import { sh } from "../helpers/shell.ts";
+import { lines, runSherlock, sherlockCommand } from "../helpers/sherlock.ts";
+import { runBash, sh, type ShellResult } from "../helpers/shell.ts";
 import { parse } from "smol-toml";
 
 /** `sherlock agents`' table rows as [name, rest of the line]. */
@@ -522,21 +517,12 @@ Deno.test("an argv larger than the system takes: exit 78 with one line saying wh
 });
 
 /** Runs `script` in bash with `sherlock` as a shell function, as on PATH. */
-async function inShell(
-  home: TestHome,
-  script: string,
-): Promise<{ code: number; stdout: string; stderr: string }> {
+function inShell(home: TestHome, script: string): Promise<ShellResult> {
   const sherlock = sherlockCommand([]).map(sh).join(" ");
-  const output = await new Deno.Command("bash", {
-    args: ["-c", `sherlock() { ${sherlock} "$@"; }\n${script}`],
+  return runBash(`sherlock() { ${sherlock} "$@"; }\n${script}`, {
     env: home.env,
-    clearEnv: true,
     cwd: home.work,
-  }).output();
-  const decoder = new TextDecoder();
-  const stderr = decoder.decode(output.stderr);
-  assertNoStackTrace(stderr);
-  return { code: output.code, stdout: decoder.decode(output.stdout), stderr };
+  });
 }
 
 Deno.test("the newcomer's override: a redirect's empty file is listed with its error, --builtin still shows the built-in, override writes an editable copy", async () => {

@@ -7,27 +7,11 @@
 import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
 import { createTestHome } from "../helpers/home.ts";
-import { sh } from "../helpers/shell.ts";
-import { assertNoStackTrace, REPO_ROOT } from "../helpers/sherlock.ts";
+import { runBash, sh } from "../helpers/shell.ts";
+import { REPO_ROOT } from "../helpers/sherlock.ts";
 import { VERSION } from "../../lib/version.ts";
 
 const SCRIPT = join(REPO_ROOT, "scripts", "sherlock.sh");
-
-async function bash(
-  script: string,
-  options: { env: Record<string, string>; cwd: string },
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const output = await new Deno.Command("bash", {
-    args: ["-c", script],
-    env: options.env,
-    clearEnv: true,
-    cwd: options.cwd,
-  }).output();
-  const decoder = new TextDecoder();
-  const stderr = decoder.decode(output.stderr);
-  assertNoStackTrace(stderr);
-  return { code: output.code, stdout: decoder.decode(output.stdout), stderr };
-}
 
 Deno.test("sherlock.sh through a symlink on PATH (and a relative symlink to that symlink) runs sherlock from anywhere", async () => {
   await using home = await createTestHome();
@@ -37,13 +21,13 @@ Deno.test("sherlock.sh through a symlink on PATH (and a relative symlink to that
   };
   // What the README says to do, from the clone's root.
   const link = join(home.bin, "sherlock");
-  await bash(`ln -s "$PWD/scripts/sherlock.sh" ${sh(link)}`, {
+  await runBash(`ln -s "$PWD/scripts/sherlock.sh" ${sh(link)}`, {
     env,
     cwd: REPO_ROOT,
   });
   assert.equal(Deno.realPathSync(link), Deno.realPathSync(SCRIPT));
 
-  const direct = await bash("sherlock version", { env, cwd: home.work });
+  const direct = await runBash("sherlock version", { env, cwd: home.work });
   assert.equal(direct.stderr, "");
   assert.equal(direct.stdout, `sherlock ${VERSION}\n`);
   assert.equal(direct.code, 0);
@@ -51,7 +35,7 @@ Deno.test("sherlock.sh through a symlink on PATH (and a relative symlink to that
   // A relative symlink to the symlink, in another folder.
   Deno.mkdirSync(join(home.home, "bin"));
   Deno.symlinkSync("../../bin/sherlock", join(home.home, "bin", "sherlock"));
-  const chained = await bash("sherlock agents show claude", {
+  const chained = await runBash("sherlock agents show claude", {
     env: { ...env, PATH: `${join(home.home, "bin")}:${env.PATH}` },
     cwd: home.home,
   });

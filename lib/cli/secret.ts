@@ -84,7 +84,9 @@ export async function secretCommand(args: readonly string[]): Promise<number> {
   }
   if (action !== "set" && action !== "rm") {
     throw new UsageError(
-      `unknown secret command ${action}; see sherlock secret --help`,
+      `unknown secret command ${action}${
+        didYouMean(action, ["set", "rm", "ls"])
+      }; see sherlock secret --help`,
     );
   }
   if (rest.length !== 1) {

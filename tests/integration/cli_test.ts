@@ -177,6 +177,14 @@ const USAGE_ERRORS: [string[], string][] = [
     ["help", "secrt"],
     "no command named secrt (did you mean secret?); see sherlock --help",
   ],
+  [
+    ["broker", "stpo"],
+    "unknown broker command stpo (did you mean stop?); see sherlock broker --help",
+  ],
+  [
+    ["secret", "lss"],
+    "unknown secret command lss (did you mean ls?); see sherlock secret --help",
+  ],
   [["--frob"], "unknown option --frob; see sherlock --help"],
   [["help", "frob"], "no command named frob; see sherlock --help"],
   [

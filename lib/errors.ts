@@ -161,6 +161,18 @@ export class NotLoggedInError extends NoPermissionError {
   }
 }
 
+/**
+ * The broker refused the passphrase (exit 77): on a terminal, login asks
+ * again.
+ */
+export class WrongPassphraseError extends NoPermissionError {
+  /** Creates the error. */
+  constructor(message: string) {
+    super(message);
+    this.name = "WrongPassphraseError";
+  }
+}
+
 /** The agent's executable was not found (exit 127). */
 export class ExecutableNotFoundError extends SherlockError {
   /** Creates a not-found error. */

@@ -29,6 +29,7 @@ import {
   NotLoggedInError,
   SherlockError,
   UnavailableError,
+  WrongPassphraseError,
 } from "../errors.ts";
 import { ensurePrivateDir } from "../private_files.ts";
 import { selfCommand } from "../self_command.ts";
@@ -236,6 +237,22 @@ export async function brokerHealth(
   if (health === undefined) daemonVersions.delete(socket);
   else daemonVersions.set(socket, health.version);
   return health;
+}
+
+/**
+ * The broker on `socket` for a command that needs a login (`secret`,
+ * `auth`): with no daemon running nobody is logged in, so this throws
+ * {@linkcode NotLoggedInError} rather than start one that would be locked
+ * anyway (and then stay in the background).
+ */
+export async function loggedInBroker(socket: string): Promise<Health> {
+  const running = await brokerHealth(socket);
+  if (running === undefined) {
+    throw new NotLoggedInError(
+      'not logged in (the broker is not running); run "sherlock login"',
+    );
+  }
+  return sameVersion(running);
 }
 
 /** The lock that lets one client at a time start a daemon. */
@@ -655,6 +672,9 @@ function brokerError(status: number, body: unknown): SherlockError {
   const message = error?.message ?? `the broker answered HTTP ${status}`;
   if (error?.code === "not_logged_in") {
     return new NotLoggedInError(`${message}; run "sherlock login"`);
+  }
+  if (error?.code === "wrong_passphrase") {
+    return new WrongPassphraseError(message);
   }
   const exitCode = errorCodeMeaning(error?.code)?.exitCode ??
     ExitCode.Software;

@@ -9,8 +9,8 @@
 
 import {
   authorizationStatus,
-  ensureBroker,
   finishAuthorization,
+  loggedInBroker,
   revokeAuthorization,
   startAuthorization,
 } from "../broker/client.ts";
@@ -162,8 +162,9 @@ function platformOpener(): string | undefined {
   return undefined;
 }
 
+/** The running broker's socket: every auth command needs a login. */
 async function brokerSocket(): Promise<string> {
-  const { paths } = commandContext();
-  await ensureBroker({ socket: paths.socket, logFile: paths.brokerLog });
-  return paths.socket;
+  const socket = commandContext().paths.socket;
+  await loggedInBroker(socket);
+  return socket;
 }

@@ -23,6 +23,7 @@ import {
 import { ensurePrivateDir } from "../private_files.ts";
 import { loadSettings } from "../config/settings.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
+import { didYouMean } from "../config/suggestion.ts";
 import { commandContext } from "./context.ts";
 import { describeLogin } from "./login_text.ts";
 import { columns, escapeControls, printLine } from "./output.ts";
@@ -46,7 +47,9 @@ export async function brokerCommand(args: readonly string[]): Promise<number> {
       return log(rest);
     default:
       throw new UsageError(
-        `unknown broker command ${action}; see sherlock broker --help`,
+        `unknown broker command ${action}${
+          didYouMean(action, ["serve", "start", "stop", "status", "log"])
+        }; see sherlock broker --help`,
       );
   }
 }

@@ -48,16 +48,23 @@ Options (before the agent's name; everything after it goes to the agent):
     entry: "runCommand",
   },
   agents: {
-    summary: "list the agent profiles, or show one",
+    summary: "list the agent profiles, show one, or copy a built-in to edit",
     help: `Usage: sherlock agents
-       sherlock agents show <name>
+       sherlock agents show [--builtin] <name>
+       sherlock agents override <name>
 
 Lists the agent profiles: the built-ins and the files in
 $XDG_CONFIG_HOME/sherlock/agents.d/ (which shadow a built-in of the same
-name), whether each agent's executable is on PATH, and the files that are
-malformed (on stderr; the exit code is then 78).
+name entirely), whether each agent's executable is on PATH, and the files
+that are malformed, each in its row with its first problem (every problem
+on stderr; the exit code is then 78).
 
-"show" prints one profile as sherlock resolved it, every default filled in.`,
+"show" prints one profile as sherlock resolved it, every default filled in;
+--builtin shows the built-in even while a file in agents.d/ shadows it.
+
+"override" writes a built-in's text, with a comment on each key, to
+agents.d/<name>.toml for you to edit, and prints the path. It never
+replaces a file that has something in it.`,
     module: "lib/cli/agents.ts",
     entry: "agentsCommand",
   },
@@ -132,9 +139,9 @@ config.toml ([broker] idle_timeout, seconds) locks it again. The first
 login creates the store (asking for the passphrase twice; at least
 8 characters).
 
-The passphrase is read from the terminal without echo; with no terminal,
-from the first line of stdin, or of PATH with --passphrase-file
-(e.g. --passphrase-file /dev/fd/3).`,
+The passphrase is read from the terminal without echo (three tries);
+with no terminal, from the first line of stdin, or of PATH with
+--passphrase-file (e.g. --passphrase-file /dev/fd/3).`,
     module: "lib/cli/login.ts",
     entry: "loginCommand",
   },
@@ -164,7 +171,9 @@ Exit 0 when logged in, 77 when not.`,
 Manages the secrets of the local store (log in first). "set" reads the
 value from the terminal without echo, or from stdin:
   gh auth token | sherlock secret set github
-Values never come from the command line and are never printed.`,
+Values never come from the command line and are never printed. "set"
+warns when no service in services.d reads the name (it stores anyway);
+"rm" of a name with no secret exits 1. None of them starts the broker.`,
     module: "lib/cli/secret.ts",
     entry: "secretCommand",
     needsArguments: true,

@@ -4,6 +4,7 @@
  * @module
  */
 
+import { didYouMean } from "../config/suggestion.ts";
 import { UsageError } from "../errors.ts";
 import { VERSION } from "../version.ts";
 import { COMMANDS, isCommandName } from "./commands.ts";
@@ -38,7 +39,11 @@ export function helpCommand(args: readonly string[]): Promise<number> {
     return Promise.resolve(0);
   }
   if (!isCommandName(name)) {
-    throw new UsageError(`no command named ${name}; see sherlock --help`);
+    throw new UsageError(
+      `no command named ${name}${
+        didYouMean(name, Object.keys(COMMANDS))
+      }; see sherlock --help`,
+    );
   }
   printLine(COMMANDS[name].help);
   return Promise.resolve(0);

@@ -17,12 +17,12 @@ import {
   logout,
   whoami,
 } from "../broker/client.ts";
-import { MIN_PASSPHRASE_LENGTH } from "../broker/protocol.ts";
-import { ExitCode, UsageError } from "../errors.ts";
+import { type LoginAnswer, MIN_PASSPHRASE_LENGTH } from "../broker/protocol.ts";
+import { ExitCode, UsageError, WrongPassphraseError } from "../errors.ts";
 import { describeFsError } from "../private_files.ts";
 import { describeLogin } from "./login_text.ts";
 import { commandContext } from "./context.ts";
-import { printLine } from "./output.ts";
+import { printLine, printWarning } from "./output.ts";
 import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
 
 /** `sherlock login`. */
@@ -46,20 +46,23 @@ export async function loginCommand(args: readonly string[]): Promise<number> {
   await ensureBroker({ socket, logFile: paths.brokerLog });
   const before = await whoami(socket);
   const create = !before.storeExists;
-  const passphrase = given ?? await promptPassphrase(create);
-  if (passphrase === "") throw new UsageError("no passphrase was given");
-  if (create && passphrase.length < MIN_PASSPHRASE_LENGTH) {
-    throw new UsageError(
-      `the passphrase is too short: a new store needs at least ${MIN_PASSPHRASE_LENGTH} characters`,
-    );
+  if (given !== undefined) {
+    return loggedIn(await loginWith({ socket, passphrase: given, create }));
   }
-  const after = await login(socket, { passphrase, create });
-  printLine(
-    `${after.created ? "created the store; " : ""}logged in: ${
-      describeLogin(after)
-    }`,
-  );
-  return 0;
+  // On a terminal a mistake costs a retry, not the command (as sudo does).
+  for (let attempt = 1;; attempt++) {
+    const passphrase = create
+      ? await promptNewPassphrase()
+      : await readHidden("Passphrase: ");
+    try {
+      return loggedIn(await loginWith({ socket, passphrase, create }));
+    } catch (error) {
+      if (!(error instanceof WrongPassphraseError) || attempt >= TRIES) {
+        throw error;
+      }
+      printWarning(`${error.message}; try again`);
+    }
+  }
 }
 
 /** `sherlock logout`. */
@@ -67,8 +70,13 @@ export async function logoutCommand(args: readonly string[]): Promise<number> {
   if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
   const socket = await runningBrokerSocket();
   if (socket === undefined) return 0;
+  const before = await whoami(socket);
   await logout(socket);
-  printLine("logged out: the store is locked and cached tokens are dropped");
+  printLine(
+    before.loggedIn
+      ? "logged out: the store is locked and cached tokens are dropped"
+      : "was not logged in: the store was already locked",
+  );
   return 0;
 }
 
@@ -80,6 +88,35 @@ export async function whoamiCommand(args: readonly string[]): Promise<number> {
   const who = await whoami(socket);
   printLine(describeLogin(who));
   return who.loggedIn ? 0 : ExitCode.NoPermission;
+}
+
+/** How often a terminal may be asked for a passphrase in one login. */
+const TRIES = 3;
+
+async function loginWith(
+  options: { socket: string; passphrase: string; create: boolean },
+): Promise<LoginAnswer> {
+  const { socket, passphrase, create } = options;
+  if (passphrase === "") throw new UsageError("no passphrase was given");
+  const short = create ? tooShort(passphrase) : undefined;
+  if (short !== undefined) throw new UsageError(short);
+  return await login(socket, { passphrase, create });
+}
+
+function loggedIn(answer: LoginAnswer): number {
+  printLine(
+    `${answer.created ? "created the store; " : ""}logged in: ${
+      describeLogin(answer)
+    }`,
+  );
+  return 0;
+}
+
+/** Why a new store's passphrase is refused, or undefined. */
+function tooShort(passphrase: string): string | undefined {
+  return passphrase.length < MIN_PASSPHRASE_LENGTH
+    ? `the passphrase is too short: a new store needs at least ${MIN_PASSPHRASE_LENGTH} characters`
+    : undefined;
 }
 
 /**
@@ -135,14 +172,25 @@ async function readUntilLineEnd(
   return buffer.subarray(0, length);
 }
 
-async function promptPassphrase(create: boolean): Promise<string> {
-  if (!create) return await readHidden("Passphrase: ");
-  const first = await readHidden("New passphrase for the sherlock store: ");
-  const second = await readHidden("Repeat it: ");
-  if (first !== second) {
-    throw new UsageError("the two passphrases differ; nothing was created");
+/**
+ * A new store's passphrase, typed twice. A passphrase that is too short is
+ * refused before it is repeated; each mistake asks again, {@linkcode TRIES}
+ * times in all.
+ */
+async function promptNewPassphrase(): Promise<string> {
+  for (let attempt = 1;; attempt++) {
+    const first = await readHidden("New passphrase for the sherlock store: ");
+    let problem = first === "" ? "no passphrase was given" : tooShort(first);
+    if (problem === undefined) {
+      const second = await readHidden("Repeat it: ");
+      if (first === second) return first;
+      problem = "the two passphrases differ";
+    }
+    if (attempt >= TRIES) {
+      throw new UsageError(`${problem}; nothing was created`);
+    }
+    printWarning(`${problem}; try again`);
   }
-  return first;
 }
 
 /**

@@ -47,8 +47,27 @@ async function dispatch(args: readonly string[]): Promise<number> {
   if (first.startsWith("-")) {
     throw new UsageError(`unknown option ${first}; see sherlock --help`);
   }
-  throw new UsageError(
-    `no command or agent named "${first}"; run "sherlock agents" to list agents, "sherlock --help" for commands`,
+  throw await unknownName(first);
+}
+
+/** The error for a first argument that is no command and no agent. */
+async function unknownName(name: string): Promise<UsageError> {
+  const [{ didYouMean }, { profileNames }] = await Promise.all([
+    importLazily<typeof import("../config/suggestion.ts")>(
+      new URL("../config/suggestion.ts", import.meta.url),
+    ),
+    importLazily<typeof import("../profiles/loader.ts")>(
+      new URL("../profiles/loader.ts", import.meta.url),
+    ),
+  ]);
+  const known = [
+    ...Object.keys(COMMANDS),
+    ...profileNames(commandContext().paths),
+  ];
+  return new UsageError(
+    `no command or agent named "${name}"${
+      didYouMean(name, known)
+    }; run "sherlock agents" to list agents, "sherlock --help" for commands`,
   );
 }
 

@@ -39,7 +39,9 @@ export function printLine(line = ""): void {
 
 /** Writes a line to stderr, prefixed with `sherlock: `. */
 export function printWarning(line: string): void {
-  Deno.stderr.writeSync(encoder.encode(`sherlock: ${line}\n`));
+  // A file with several problems reports one per line, each marked.
+  const marked = line.split("\n").map((part) => `sherlock: ${part}\n`);
+  Deno.stderr.writeSync(encoder.encode(marked.join("")));
 }
 
 /**

@@ -8,8 +8,8 @@
  */
 
 import {
-  ensureBroker,
   listSecrets,
+  loggedInBroker,
   removeSecret,
   setSecret,
   whoami,
@@ -17,7 +17,10 @@ import {
 import { NoPermissionError, UsageError } from "../errors.ts";
 import { NAME_PATTERN } from "../config/names.ts";
 import { commandContext } from "./context.ts";
-import { columns, printLine } from "./output.ts";
+import { columns, printLine, printWarning } from "./output.ts";
+import { didYouMean } from "../config/suggestion.ts";
+import { ValidationCache } from "../config/validation_cache.ts";
+import { loadServices } from "../services/loader.ts";
 import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
 
 /**
@@ -26,6 +29,41 @@ import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
  */
 export const INVALID_NAME_MESSAGE =
   "the argument is not a service name (a service name is lowercase letters, digits, '-' and '_', starting with a letter or digit; it is not repeated here in case it is a secret)";
+
+/** The exit code of `secret rm` for a name that has no secret. */
+export const NOTHING_REMOVED = 1;
+
+/** The services of `services.d/`, as far as a secret's name is concerned. */
+export interface ServicesSeen {
+  /** Each valid service's name and token source. */
+  services: readonly { name: string; source: string }[];
+  /** The basenames of malformed service files (their source is unknown). */
+  malformed: readonly string[];
+}
+
+/**
+ * The warning for storing a secret under `name` when no service reads it:
+ * none is named so (with the name of one that reads a secret, when `name`
+ * looks like a typo of it), or the one named so takes its token from
+ * elsewhere. Undefined when a service reads it, or may (a malformed file).
+ */
+export function unreadSecretProblem(
+  name: string,
+  seen: ServicesSeen,
+): string | undefined {
+  if (seen.malformed.includes(name)) return undefined;
+  const service = seen.services.find((each) => each.name === name);
+  if (service?.source === "secret") return undefined;
+  const stored = "stored anyway, in case a service reads it later";
+  if (service !== undefined) {
+    return `service ${name} does not read a secret ([token] source = "${service.source}", not "secret"); ${stored}`;
+  }
+  const readers = seen.services.filter((each) => each.source === "secret")
+    .map((each) => each.name);
+  return `no service in services.d is named ${name}${
+    didYouMean(name, readers)
+  }; ${stored}`;
+}
 
 /** Runs the command; returns the exit code. */
 export async function secretCommand(args: readonly string[]): Promise<number> {
@@ -46,7 +84,9 @@ export async function secretCommand(args: readonly string[]): Promise<number> {
   }
   if (action !== "set" && action !== "rm") {
     throw new UsageError(
-      `unknown secret command ${action}; see sherlock secret --help`,
+      `unknown secret command ${action}${
+        didYouMean(action, ["set", "rm", "ls"])
+      }; see sherlock secret --help`,
     );
   }
   if (rest.length !== 1) {
@@ -62,16 +102,25 @@ export async function secretCommand(args: readonly string[]): Promise<number> {
     throw new UsageError(INVALID_NAME_MESSAGE);
   }
   if (action === "rm") {
-    const removed = await removeSecret(await brokerSocket(), name);
-    printLine(
-      removed
-        ? `removed the secret of ${name}`
-        : `there was no secret for ${name}`,
+    const socket = await brokerSocket();
+    if (await removeSecret(socket, name)) {
+      printLine(`removed the secret of ${name}`);
+      return 0;
+    }
+    const { secrets } = await listSecrets(socket);
+    printWarning(
+      `no secret stored for ${name}${
+        didYouMean(name, secrets.map((secret) => secret.name))
+      }; nothing was removed (see sherlock secret ls)`,
     );
-    return 0;
+    return NOTHING_REMOVED;
   }
+  // A secret no service reads is stored anyway (the service may come
+  // later) with a warning: on a terminal before the prompt, so that a typo
+  // can be dropped with Ctrl-C; otherwise once it is stored.
   let value: string;
   let socket: string;
+  let unread: string | undefined;
   if (stdinIsTerminal()) {
     // Do not ask for a secret that could not be stored.
     socket = await brokerSocket();
@@ -81,23 +130,45 @@ export async function secretCommand(args: readonly string[]): Promise<number> {
         `not logged in: the broker's store is locked; run "sherlock login"`,
       );
     }
+    const warning = await unreadSecretWarning(name);
+    if (warning !== undefined) printWarning(warning);
     value = await readHidden(`Secret for ${name}: `);
   } else {
-    // Piped input fails at once when empty, without starting a daemon.
+    // Piped input fails at once when empty, before the broker is asked.
     value = await readStdin("secret");
     socket = await brokerSocket();
+    unread = await unreadSecretWarning(name);
   }
   if (value === "") {
     throw new UsageError("the secret is empty; nothing was stored");
   }
   await setSecret({ socket, name, value });
   printLine(`stored the secret of ${name}`);
+  if (unread !== undefined) printWarning(unread);
   return 0;
 }
 
-async function brokerSocket(): Promise<string> {
+/** {@linkcode unreadSecretProblem} for the services in services.d/. */
+async function unreadSecretWarning(name: string): Promise<string | undefined> {
   const { paths } = commandContext();
-  const socket = paths.socket;
-  await ensureBroker({ socket, logFile: paths.brokerLog });
+  const cache = new ValidationCache(paths.cacheDir);
+  const listing = await loadServices({ paths, cache });
+  cache.save();
+  return unreadSecretProblem(name, {
+    services: listing.services.map((service) => ({
+      name: service.service.name,
+      source: service.token.source,
+    })),
+    malformed: listing.problems.map((problem) =>
+      problem.path.slice(problem.path.lastIndexOf("/") + 1)
+        .replace(/\.toml$/, "")
+    ),
+  });
+}
+
+/** The running broker's socket: every secret command needs a login. */
+async function brokerSocket(): Promise<string> {
+  const socket = commandContext().paths.socket;
+  await loggedInBroker(socket);
   return socket;
 }

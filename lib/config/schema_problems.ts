@@ -9,10 +9,13 @@
 import type { z } from "zod";
 import type { SchemaProblem, Validation, Validator } from "./toml_files.ts";
 import { hasControlCharacters } from "./names.ts";
+import { closestName } from "./suggestion.ts";
 
 /**
- * Validates `raw` with `schema` and reports the first issue (with a count of
- * the rest) as a problem whose line is found in `text`.
+ * Validates `raw` with `schema` and reports every issue, each as a problem
+ * whose line is found in `text`: unknown keys first (a misspelt key is
+ * usually the cause of the other problems, such as a required key that
+ * looks missing), then the rest in the schema's order.
  */
 export function validateWith<S extends z.ZodType>(
   schema: S,
@@ -22,10 +25,21 @@ export function validateWith<S extends z.ZodType>(
   // reportInput: the reasons name what was found ("not a number").
   const result = schema.safeParse(raw, { reportInput: true });
   if (result.success) return { ok: true, value: result.data };
-  const issues = result.error.issues;
-  const problem = describeIssue(schema, issues[0], text);
-  if (issues.length > 1) problem.more = issues.length - 1;
-  return { ok: false, problem };
+  // One issue per unknown key, so that each gets its line and suggestion.
+  const issues = result.error.issues.flatMap((issue): z.core.$ZodIssue[] =>
+    issue.code === "unrecognized_keys"
+      ? issue.keys.map((key) => ({ ...issue, keys: [key] }))
+      : [issue]
+  );
+  const unknownFirst = [
+    ...issues.filter((issue) => issue.code === "unrecognized_keys"),
+    ...issues.filter((issue) => issue.code !== "unrecognized_keys"),
+  ];
+  const [first, ...rest] = unknownFirst.map((issue) =>
+    describeIssue(schema, issue, text)
+  );
+  if (rest.length > 0) first.further = rest;
+  return { ok: false, problem: first };
 }
 
 /**
@@ -44,9 +58,9 @@ export function describeIssue(
     case "unrecognized_keys": {
       path = [...path, issue.keys[0]];
       const allowed = allowedKeys(schema, issue.path.map(String));
-      reason = allowed
-        ? `unknown key (allowed here: ${allowed.join(", ")})`
-        : "unknown key";
+      const near = allowed && closestName(issue.keys[0], allowed);
+      reason = "unknown key" + (near ? `; did you mean ${near}?` : "") +
+        (allowed ? ` (allowed here: ${allowed.join(", ")})` : "");
       break;
     }
     case "invalid_type": {
@@ -56,13 +70,16 @@ export function describeIssue(
         : `must be ${expected}, not ${describeInput(issue.input)}`;
       break;
     }
-    case "invalid_value":
-      reason = /^Invalid (option|input)\b/.test(issue.message)
-        ? `must be one of ${
-          issue.values.map((value) => JSON.stringify(value)).join(", ")
-        }`
-        : issue.message;
+    case "invalid_value": {
+      const values = issue.values.map((value) => JSON.stringify(value))
+        .join(", ");
+      reason = !/^Invalid (option|input)\b/.test(issue.message)
+        ? issue.message
+        : (issue as { input?: unknown }).input === undefined
+        ? `missing; one of ${values} is required`
+        : `must be one of ${values}`;
       break;
+    }
     case "invalid_key":
       // A record's key (e.g. a variable name in [env]): say what is wrong
       // with the key, not that "the key is invalid".

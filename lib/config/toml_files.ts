@@ -25,8 +25,8 @@ export interface FileProblem {
   key?: string;
   /** What is wrong, and where it helps, what to do. */
   reason: string;
-  /** How many further problems the file has. */
-  more?: number;
+  /** The file's other problems, each reported on a line of its own. */
+  further?: SchemaProblem[];
 }
 
 /** A problem found by a schema, before the file's path is known. */
@@ -52,16 +52,18 @@ export class InvalidFileError extends ConfigError {
   }
 }
 
-/** Formats a problem as `path:line:column: key: reason (and N more)`. */
+/**
+ * Formats a problem as `path:line:column: key: reason`, and each further
+ * problem of the file the same way on a line of its own.
+ */
 export function formatProblem(problem: FileProblem): string {
-  let where = problem.path;
-  if (problem.line !== undefined) where += `:${problem.line}`;
-  if (problem.column !== undefined) where += `:${problem.column}`;
-  const key = problem.key ? `${problem.key}: ` : "";
-  const more = problem.more
-    ? ` (and ${problem.more} more problem${problem.more > 1 ? "s" : ""})`
-    : "";
-  return `${where}: ${key}${problem.reason}${more}`;
+  return [problem, ...(problem.further ?? [])].map((each) => {
+    let where = problem.path;
+    if (each.line !== undefined) where += `:${each.line}`;
+    if (each.column !== undefined) where += `:${each.column}`;
+    const key = each.key ? `${each.key}: ` : "";
+    return `${where}: ${key}${each.reason}`;
+  }).join("\n");
 }
 
 /** How to read one file. */
@@ -158,14 +160,31 @@ export function readNamedTomlFile<T>(
       const { requireNameMatchesFile } = await importLazily<
         typeof import("./schema_problems.ts")
       >(new URL("./schema_problems.ts", import.meta.url));
-      return requireNameMatchesFile({
+      const named = requireNameMatchesFile({
         validate,
         basename: file.basename,
         key: kind.nameKey,
         nameOf: kind.nameOf,
       });
+      // An empty file (what a failed `> file` leaves) says so, rather
+      // than that each of its tables is missing.
+      return (raw, text) =>
+        isEmptyTable(raw)
+          ? {
+            ok: false,
+            problem: {
+              reason:
+                `the file is empty (or only comments): no ${kind.kind} in it`,
+            },
+          }
+          : named(raw, text);
     },
   });
+}
+
+function isEmptyTable(value: unknown): boolean {
+  return typeof value === "object" && value !== null &&
+    Object.keys(value).length === 0;
 }
 
 /**

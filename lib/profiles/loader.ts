@@ -21,6 +21,7 @@ import {
   readTomlFile,
 } from "../config/toml_files.ts";
 import { UsageError } from "../errors.ts";
+import { didYouMean } from "../config/suggestion.ts";
 import type { SherlockPaths } from "../config/sherlock_paths.ts";
 import type { ValidationCache } from "../config/validation_cache.ts";
 import { BUILTIN_PROFILES, builtinPath } from "./builtin.ts";
@@ -74,7 +75,7 @@ export async function loadProfile(
   name: string,
   sources: ProfileSources,
 ): Promise<LoadedProfile> {
-  if (!isFileBasename(name)) throw noSuchProfile(name);
+  if (!isFileBasename(name)) throw noSuchProfile(name, sources.paths);
   const overridePath = join(sources.paths.agentsDir, `${name}.toml`);
   const text = readOperatorFile(overridePath, "a profile");
   if (text !== undefined) {
@@ -93,7 +94,7 @@ export async function loadProfile(
   const builtin = Object.hasOwn(BUILTIN_PROFILES, name)
     ? BUILTIN_PROFILES[name]
     : undefined;
-  if (builtin === undefined) throw noSuchProfile(name);
+  if (builtin === undefined) throw noSuchProfile(name, sources.paths);
   return {
     // Built-ins spell out every default and are validated by a test, so
     // they are only parsed (once per version: the cache remembers them).
@@ -119,9 +120,11 @@ function isFileBasename(name: string): boolean {
   return name !== "" && !name.startsWith(".") && !/[/\\\0]/.test(name);
 }
 
-function noSuchProfile(name: string): UsageError {
+function noSuchProfile(name: string, paths: SherlockPaths): UsageError {
   return new UsageError(
-    `no agent profile named "${name}"; run "sherlock agents" to list them`,
+    `no agent profile named "${name}"${
+      didYouMean(name, profileNames(paths))
+    }; run "sherlock agents" to list them`,
   );
 }
 

@@ -320,13 +320,24 @@ Deno.test("on a terminal, the passphrase prompt does not echo; Ctrl-C exits 130"
   assert.equal(created.screen.includes(PASSPHRASE.slice(0, 6)), false);
 
   await home.sherlock(["logout"]);
+  // Three tries, as sudo gives, then exit 77.
   const wrong = await runSherlockOnPty(["login"], {
     env: home.env,
-    steps: [{ expect: /Passphrase: /, send: "typed-wrongly\r" }],
+    steps: [
+      { expect: /Passphrase: /, send: "typed-wrongly\r" },
+      {
+        expect:
+          /wrong passphrase for the secret store \S+; try again\s+Passphrase: /,
+        send: "again\r",
+      },
+      { expect: /try again\s+Passphrase: /, send: "and-again\r" },
+    ],
   });
   assert.equal(wrong.code, 77, wrong.screen);
   assert.equal(wrong.screen.includes("typed-wrongly"), false, "no echo");
-  assert.match(wrong.screen, /wrong passphrase/);
+  assert.equal(wrong.screen.match(/Passphrase: /g)?.length, 3);
+  assert.equal(wrong.screen.match(/try again/g)?.length, 2);
+  assert.match(wrong.screen, /wrong passphrase for the secret store \S+\s*$/);
 
   const interrupted = await runSherlockOnPty(["login"], {
     env: home.env,
@@ -342,6 +353,87 @@ Deno.test("on a terminal, the passphrase prompt does not echo; Ctrl-C exits 130"
   });
   assert.equal(right.code, 0, right.screen);
   assert.equal(right.screen.includes(PASSPHRASE), false);
+});
+
+Deno.test("on a terminal, a mistyped passphrase is asked again: the second try logs in", async () => {
+  await using home = await createBrokerHome();
+  await home.login();
+  await home.sherlock(["logout"]);
+  const retried = await runSherlockOnPty(["login"], {
+    env: home.env,
+    steps: [
+      { expect: /Passphrase: /, send: "typo\r" },
+      { expect: /try again\s+Passphrase: /, send: `${PASSPHRASE}\r` },
+    ],
+  });
+  assert.equal(retried.code, 0, retried.screen);
+  assert.match(retried.screen, /logged in: /);
+  assert.equal(retried.screen.includes(PASSPHRASE), false, "no echo");
+});
+
+Deno.test("on a terminal, a too-short new passphrase is refused before it is repeated, and asked again", async () => {
+  await using home = await createBrokerHome();
+  const created = await runSherlockOnPty(["login"], {
+    env: home.env,
+    steps: [
+      { expect: /New passphrase for the sherlock store: /, send: "short\r" },
+      {
+        expect:
+          /too short: a new store needs at least 8 characters; try again\s+New passphrase for the sherlock store: /,
+        send: `${PASSPHRASE}\r`,
+      },
+      { expect: /Repeat it: /, send: `${PASSPHRASE}x\r` },
+      {
+        expect: /the two passphrases differ; try again\s+New passphrase/,
+        send: `${PASSPHRASE}\r`,
+      },
+      { expect: /Repeat it: /, send: `${PASSPHRASE}\r` },
+    ],
+  });
+  assert.equal(created.code, 0, created.screen);
+  // "Repeat it" came only after a long enough passphrase.
+  const firstRepeat = created.screen.indexOf("Repeat it");
+  assert.ok(created.screen.indexOf("too short") < firstRepeat, created.screen);
+  assert.match(created.screen, /created the store; logged in/);
+
+  await home.sherlock(["broker", "stop"]);
+  Deno.removeSync(storePath(home));
+  const gaveUp = await runSherlockOnPty(["login"], {
+    env: home.env,
+    steps: [
+      { expect: /store: /, send: "a\r" },
+      {
+        expect: /try again\s+New passphrase for the sherlock store: /,
+        send: "b\r",
+      },
+      {
+        expect: /try again\s+New passphrase for the sherlock store: /,
+        send: "c\r",
+      },
+    ],
+  });
+  assert.equal(gaveUp.code, 2, gaveUp.screen);
+  assert.doesNotMatch(gaveUp.screen, /Repeat it/);
+  assert.match(gaveUp.screen, /too short: .*; nothing was created/);
+  assert.equal(exists(storePath(home)), false);
+});
+
+Deno.test("a second logout says it was not logged in", async () => {
+  await using home = await createBrokerHome();
+  await home.login();
+  const first = await home.sherlock(["logout"]);
+  assert.equal(first.code, 0);
+  assert.match(first.stdout, /^logged out: /);
+  const second = await home.sherlock(["logout"]);
+  assert.equal(second.code, 0);
+  assert.equal(
+    second.stdout,
+    "was not logged in: the store was already locked\n",
+  );
+  await home.sherlock(["broker", "stop"]);
+  const stopped = await home.sherlock(["logout"]);
+  assert.equal(stopped.stdout, "not logged in (the broker is not running)\n");
+  assert.deepEqual(home.daemonPids(), []);
 });
 
 Deno.test("logout drops cached tokens and locks: the next run says to log in, then re-runs the helper", async () => {

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { renderedServers } from "../helpers/agent.ts";
 import { createBrokerHome } from "../helpers/broker_home.ts";
 import { randomToken } from "../helpers/leaks.ts";
-import { tokenServiceToml } from "../helpers/profiles.ts";
+import { stdioServiceToml, tokenServiceToml } from "../helpers/profiles.ts";
 import { lines } from "../helpers/sherlock.ts";
 import { rawExchange } from "../helpers/socket_http.ts";
 import { runSherlockNullStdin, runSherlockOnPty } from "../helpers/terminal.ts";
@@ -53,8 +53,11 @@ Deno.test("secret set from stdin, ls shows names and dates never values, rm", as
   assert.equal(rm.code, 0);
   assert.equal(rm.stdout, "removed the secret of github\n");
   const rmAgain = await home.sherlock(["secret", "rm", "github"]);
-  assert.equal(rmAgain.code, 0);
-  assert.equal(rmAgain.stdout, "there was no secret for github\n");
+  assert.equal(rmAgain.code, 1);
+  assert.equal(rmAgain.stdout, "");
+  assert.deepEqual(lines(rmAgain.stderr), [
+    "sherlock: no secret stored for github; nothing was removed (see sherlock secret ls)",
+  ]);
   const after = await home.sherlock(["secret", "ls"]);
   assert.deepEqual(
     lines(after.stdout).slice(1).map((row) => row.split(" ")[0]),
@@ -209,4 +212,82 @@ Deno.test("a secret with control characters is refused (CLI and raw PUT): nothin
   const ls = await home.sherlock(["secret", "ls"]);
   assert.equal(ls.code, 0);
   assert.equal(ls.stdout.includes("github"), false);
+});
+
+Deno.test("a secret for a name no service reads is stored with a warning; rm of a missing one exits 1", async () => {
+  await using home = await createBrokerHome();
+  home.writeService("github", tokenServiceToml({ name: "github" }));
+  home.writeService("memory", stdioServiceToml("memory", { command: "mem" }));
+  await home.login();
+  const token = randomToken("ghp");
+
+  // A typo of a service that reads a secret.
+  const typo = await home.sherlock(["secret", "set", "githb"], {
+    stdin: `${token}\n`,
+  });
+  assert.equal(typo.code, 0, typo.stderr);
+  assert.equal(typo.stdout, "stored the secret of githb\n");
+  assert.deepEqual(lines(typo.stderr), [
+    "sherlock: no service in services.d is named githb (did you mean github?); stored anyway, in case a service reads it later",
+  ]);
+  // A service that takes no token.
+  const memory = await home.sherlock(["secret", "set", "memory"], {
+    stdin: token,
+  });
+  assert.equal(memory.code, 0, memory.stderr);
+  assert.deepEqual(lines(memory.stderr), [
+    'sherlock: service memory does not read a secret ([token] source = "none", not "secret"); stored anyway, in case a service reads it later',
+  ]);
+  // The right name: no warning.
+  const right = await home.sherlock(["secret", "set", "github"], {
+    stdin: token,
+  });
+  assert.equal(right.code, 0);
+  assert.equal(right.stderr, "");
+  for (const output of [typo, memory, right]) {
+    assert.equal(output.stdout.includes(token), false);
+    assert.equal(output.stderr.includes(token), false);
+  }
+  const ls = await home.sherlock(["secret", "ls"]);
+  assert.deepEqual(
+    lines(ls.stdout).slice(1).map((row) => row.split(" ")[0]),
+    ["githb", "github", "memory"],
+  );
+
+  const missing = await home.sherlock(["secret", "rm", "nonexistent"]);
+  assert.equal(missing.code, 1);
+  assert.match(missing.stderr, /^sherlock: no secret stored for nonexistent; /);
+  const near = await home.sherlock(["secret", "rm", "memroy"]);
+  assert.equal(near.code, 1);
+  assert.match(
+    near.stderr,
+    /no secret stored for memroy \(did you mean memory\?\)/,
+  );
+  const removed = await home.sherlock(["secret", "rm", "githb"]);
+  assert.equal(removed.code, 0);
+});
+
+Deno.test("secret ls and rm after broker stop: not logged in, and no daemon is started", async () => {
+  await using home = await createBrokerHome();
+  await home.login();
+  await home.sherlock(["secret", "set", "api"], { stdin: "value\n" });
+  assert.equal((await home.sherlock(["broker", "stop"])).code, 0);
+  for (
+    const args of [["secret", "ls"], ["secret", "rm", "api"], [
+      "auth",
+      "status",
+    ]]
+  ) {
+    const result = await home.sherlock(args);
+    assert.equal(result.code, 77, `${args.join(" ")}: ${result.stderr}`);
+    assert.deepEqual(lines(result.stderr), [
+      'sherlock: not logged in (the broker is not running); run "sherlock login"',
+    ]);
+    assert.equal(
+      await home.health(),
+      undefined,
+      `${args.join(" ")} started no broker`,
+    );
+    assert.deepEqual(home.daemonPids(), []);
+  }
 });

@@ -160,6 +160,31 @@ const USAGE_ERRORS: [string[], string][] = [
     ["frobnicate"],
     'no command or agent named "frobnicate"; run "sherlock agents" to list agents, "sherlock --help" for commands',
   ],
+  // A typo gets the name it resembles: an agent, or a command.
+  [
+    ["claud"],
+    'no command or agent named "claud" (did you mean claude?); run "sherlock agents" to list agents, "sherlock --help" for commands',
+  ],
+  [
+    ["agnets"],
+    'no command or agent named "agnets" (did you mean agents?); run "sherlock agents" to list agents, "sherlock --help" for commands',
+  ],
+  [
+    ["agents", "show", "cdex"],
+    'no agent profile named "cdex" (did you mean codex?); run "sherlock agents" to list them',
+  ],
+  [
+    ["help", "secrt"],
+    "no command named secrt (did you mean secret?); see sherlock --help",
+  ],
+  [
+    ["broker", "stpo"],
+    "unknown broker command stpo (did you mean stop?); see sherlock broker --help",
+  ],
+  [
+    ["secret", "lss"],
+    "unknown secret command lss (did you mean ls?); see sherlock secret --help",
+  ],
   [["--frob"], "unknown option --frob; see sherlock --help"],
   [["help", "frob"], "no command named frob; see sherlock --help"],
   [
@@ -178,7 +203,12 @@ const USAGE_ERRORS: [string[], string][] = [
     ["agents", "extra"],
     "unexpected argument extra; see sherlock agents --help",
   ],
-  [["agents", "show"], "usage: sherlock agents show <name>"],
+  [["agents", "show"], "usage: sherlock agents show [--builtin] <name>"],
+  [["agents", "override"], "usage: sherlock agents override <name>"],
+  [
+    ["agents", "override", "acme"],
+    'no built-in profile named "acme"; the built-ins are amp, claude, codex, copilot, gemini, opencode, qwen',
+  ],
 ];
 
 for (const [args, message] of USAGE_ERRORS) {

@@ -13,7 +13,9 @@ import {
   profileToml,
   stdioServiceToml,
 } from "../helpers/profiles.ts";
-import { lines, runSherlock } from "../helpers/sherlock.ts";
+import { lines, runSherlock, sherlockCommand } from "../helpers/sherlock.ts";
+import { runBash, sh, type ShellResult } from "../helpers/shell.ts";
+import { parse } from "smol-toml";
 
 /** `sherlock agents`' table rows as [name, rest of the line]. */
 function rows(stdout: string): string[][] {
@@ -214,12 +216,19 @@ for (const { kind, text, problem } of MALFORMED) {
       assert.deepEqual(home.sessionRecords(), []);
     }
 
-    // The listing shows the good ones and reports the bad one.
+    // The listing shows the good ones, and the bad one in its row with
+    // its problem.
     const listed = await runSherlock(["agents"], { env: home.env });
     assert.equal(listed.code, 78);
     assert.deepEqual(
       rows(listed.stdout).map((row) => row[0]),
-      ["NAME", ...[...BUILTIN_PROFILE_NAMES, "good"].sort()],
+      ["NAME", ...[...BUILTIN_PROFILE_NAMES, "bad", "good"].sort()],
+    );
+    const badRow = rows(listed.stdout).find((row) => row[0] === "bad")!;
+    assert.equal(badRow[1], `${path} (malformed)`);
+    assert.ok(
+      problem.endsWith(badRow[2].replace(/^error: (line \d+: )?/, "")),
+      `${badRow[2]} is the problem ${problem}`,
     );
     assert.deepEqual(lines(listed.stderr), [
       `sherlock: skipped malformed profile ${path}:${problem}`,
@@ -343,8 +352,13 @@ Deno.test("a dangling symlink in agents.d or services.d is reported and skipped"
   assert.equal(listed.code, 78);
   assert.deepEqual(
     rows(listed.stdout).map((row) => row[0]),
-    ["NAME", ...[...BUILTIN_PROFILE_NAMES, "fake"].sort()],
+    ["NAME", ...[...BUILTIN_PROFILE_NAMES, "fake", "gone"].sort()],
   );
+  assert.deepEqual(rows(listed.stdout).find((row) => row[0] === "gone"), [
+    "gone",
+    `${profile} (malformed)`,
+    "error: cannot read it: no such file or folder",
+  ]);
   assert.deepEqual(lines(listed.stderr), [
     `sherlock: skipped malformed profile ${profile}: cannot read it: no such file or folder`,
   ]);
@@ -500,4 +514,102 @@ Deno.test("an argv larger than the system takes: exit 78 with one line saying wh
     [],
     "the rendered config is removed",
   );
+});
+
+/** Runs `script` in bash with `sherlock` as a shell function, as on PATH. */
+function inShell(home: TestHome, script: string): Promise<ShellResult> {
+  const sherlock = sherlockCommand([]).map(sh).join(" ");
+  return runBash(`sherlock() { ${sherlock} "$@"; }\n${script}`, {
+    env: home.env,
+    cwd: home.work,
+  });
+}
+
+Deno.test("the newcomer's override: a redirect's empty file is listed with its error, --builtin still shows the built-in, override writes an editable copy", async () => {
+  await using home = await createTestHome();
+  const path = join(home.agentsDir, "claude.toml");
+
+  // The natural first step: the shell creates the empty file before
+  // sherlock runs, and the empty file shadows the built-in.
+  const redirected = await inShell(
+    home,
+    'mkdir -p "$XDG_CONFIG_HOME/sherlock/agents.d" && sherlock agents show claude > "$XDG_CONFIG_HOME/sherlock/agents.d/claude.toml"',
+  );
+  assert.equal(redirected.code, 78);
+  assert.equal(Deno.readTextFileSync(path), "");
+  assert.deepEqual(lines(redirected.stderr), [
+    `sherlock: ${path}: the file is empty (or only comments): no profile in it`,
+    'sherlock: this file shadows the built-in claude: "sherlock agents show --builtin claude" shows the built-in, "sherlock agents override claude" writes an editable copy (once the file is gone or empty)',
+  ]);
+
+  // claude does not vanish from the listing: its row says what is wrong.
+  const listed = await inShell(home, "sherlock agents");
+  assert.equal(listed.code, 78);
+  assert.deepEqual(rows(listed.stdout).find((row) => row[0] === "claude"), [
+    "claude",
+    `${path} (malformed; shadows the built-in)`,
+    "error: the file is empty (or only comments): no profile in it",
+  ]);
+
+  const builtin = await inShell(home, "sherlock agents show --builtin claude");
+  assert.equal(builtin.code, 0, builtin.stderr);
+  assert.equal(lines(builtin.stdout)[0], "# built-in profile");
+  assert.match(builtin.stdout, /^executable = "claude"$/m);
+  assert.match(builtin.stdout, /^# The program; looked up on PATH/m);
+
+  // The safe way in: the empty file holds nothing to lose.
+  const override = await inShell(home, "sherlock agents override claude");
+  assert.equal(override.code, 0, override.stderr);
+  assert.equal(override.stdout, `${path}\n`);
+  assert.deepEqual(lines(override.stderr), [
+    `sherlock: replaced the empty file ${path}`,
+  ]);
+  const written = Deno.readTextFileSync(path);
+  assert.match(written, /^# Your copy of sherlock's built-in "claude" profile/);
+  assert.match(written, /^# Must equal the file's basename/m);
+  // The copy resolves exactly as the built-in does.
+  const shown = await inShell(home, "sherlock agents show claude");
+  assert.equal(shown.code, 0, shown.stderr);
+  assert.deepEqual(parse(shown.stdout), parse(builtin.stdout));
+  const relisted = await inShell(home, "sherlock agents");
+  assert.equal(relisted.code, 0, relisted.stderr);
+  assert.equal(
+    rows(relisted.stdout).find((row) => row[0] === "claude")![1],
+    `${path} (overrides the built-in)`,
+  );
+
+  // It never replaces a file with something in it.
+  const again = await inShell(home, "sherlock agents override claude");
+  assert.equal(again.code, 73);
+  assert.equal(again.stdout, "");
+  assert.deepEqual(lines(again.stderr), [
+    `sherlock: ${path} already exists and was left as it is; edit it, or remove it and run "sherlock agents override claude" again`,
+  ]);
+  assert.equal(Deno.readTextFileSync(path), written);
+
+  // Editing the copy: a variable in [env] works; shadowing stays whole, so
+  // a file with only [agent] name and [env] is listed with its errors.
+  const edited = await inShell(
+    home,
+    `sed -i 's/^\\[env\\]$/[env]\\nCLAUDE_SETTING = "1"/' ${
+      sh(path)
+    } && sherlock agents show claude`,
+  );
+  assert.equal(edited.code, 0, edited.stderr);
+  assert.match(edited.stdout, /^CLAUDE_SETTING = "1"$/m);
+  Deno.writeTextFileSync(
+    path,
+    '[agent]\nname = "claude"\n\n[env]\nCLAUDE_SETTING = "1"\n',
+  );
+  const partial = await inShell(home, "sherlock agents");
+  assert.equal(partial.code, 78);
+  assert.deepEqual(rows(partial.stdout).find((row) => row[0] === "claude"), [
+    "claude",
+    `${path} (malformed; shadows the built-in)`,
+    "error: line 1: agent.executable: missing; a string is required (+1 more, below)",
+  ]);
+  assert.deepEqual(lines(partial.stderr), [
+    `sherlock: skipped malformed profile ${path}:1: agent.executable: missing; a string is required`,
+    `sherlock: ${path}: mcp: missing; a table is required`,
+  ]);
 });

@@ -156,7 +156,7 @@ Deno.test("schema problems: a missing key is reported at its table", () => {
   assert.equal(problem(AGENT), "a.toml: mcp: missing; a table is required");
   assert.equal(
     problem(`${AGENT}[mcp]\nflag = "--m"\n`),
-    'a.toml:4: mcp.mode: must be one of "cli-flag", "env-var", "config-file"',
+    'a.toml:4: mcp.mode: missing; one of "cli-flag", "env-var", "config-file" is required',
   );
 });
 
@@ -242,12 +242,24 @@ Deno.test("schema problems: values", () => {
   );
 });
 
-Deno.test("schema problems: the first problem, and how many more", () => {
+Deno.test("schema problems: every problem of the file, unknown keys first, with a suggestion", () => {
   assert.equal(
     problem(
       `[agent]\nname = "a"\nexecutable = 1\ncolour = 2\n[mcp]\nmode = "cli-flag"\n`,
     ),
-    "a.toml:3: agent.executable: must be a string, not a number (and 2 more problems)",
+    [
+      "a.toml:4: agent.colour: unknown key (allowed here: name, executable, description)",
+      "a.toml:3: agent.executable: must be a string, not a number",
+      'a.toml:5: mcp.flag: missing; mode = "cli-flag" needs flag',
+    ].join("\n"),
+  );
+  // The newcomer's typo: the misspelt key is the cause, and comes first.
+  assert.equal(
+    problem(`[agent]\nname = "a"\nexecutabel = "a"\n${MCP}`),
+    [
+      "a.toml:3: agent.executabel: unknown key; did you mean executable? (allowed here: name, executable, description)",
+      "a.toml:1: agent.executable: missing; a string is required",
+    ].join("\n"),
   );
 });
 
@@ -310,7 +322,9 @@ Deno.test("loader: a malformed override is an error, never the built-in instead"
           error.message ===
             `${
               join(sources.paths.agentsDir, "claude.toml")
-            }:1: agent.executable: missing; a string is required (and 1 more problem)`,
+            }:1: agent.executable: missing; a string is required\n${
+              join(sources.paths.agentsDir, "claude.toml")
+            }: mcp: missing; a table is required`,
       );
     },
   );

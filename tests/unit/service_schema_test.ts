@@ -117,3 +117,17 @@ Deno.test("service problems: a header name or value with control characters", ()
   const plain = validate(`${remote}headers = { X-Team = "a b" }\n`);
   assert.ok(plain.ok);
 });
+
+Deno.test("service: a misspelt key is reported first, with the key it resembles, and every other problem after it", () => {
+  const lines = problem(
+    `${SERVICE}[server]\ncommand = "srv"\n[token]\nsorce = "secret"\nenv = "T"\n`,
+  ).split("\n");
+  assert.match(
+    lines[0],
+    /^s\.toml:6: token\.sorce: unknown key; did you mean source\? \(allowed here: source, /,
+  );
+  assert.deepEqual(lines.slice(1), [
+    's.toml:5: token.source: missing; one of "none", "secret", "command", "oauth" is required',
+  ]);
+  assert.doesNotMatch(lines.join("\n"), /more problem/);
+});

@@ -63,7 +63,11 @@ export type ProbeResult =
     cause: "start" | "closed" | "timeout" | "garbage" | "error";
     /** The steps that ran, the failed one last. */
     steps: ProbeStep[];
-    /** The last lines the server wrote on stderr (stdio entries). */
+    /**
+     * The last lines the server wrote on stderr (stdio entries), with the
+     * entry's env and header values replaced by `[redacted]` and control
+     * characters escaped: a server that prints its token shows no token.
+     */
     stderrTail: string[];
   };
 
@@ -91,7 +95,7 @@ export const STDERR_TAIL_LINES = 10;
  * is stopped) before it returns.
  */
 export async function probeServer(options: ProbeOptions): Promise<ProbeResult> {
-  const stderr = new StderrTail();
+  const stderr = new StderrTail(entryValues(options.entry));
   let garbage = false;
   const transport = newTransport(options, stderr);
   const client = new Client({
@@ -255,10 +259,29 @@ async function closeQuietly(client: Client, transport: Transport) {
   }
 }
 
+/**
+ * The entry's env and header values worth hiding: an inline token is one
+ * of them (a shim's or bridge's token is in no value here, nor in this
+ * process).
+ */
+function entryValues(entry: ServerEntry): string[] {
+  const values = entry.kind === "stdio"
+    ? Object.values(entry.env ?? {})
+    : Object.values(entry.headers ?? {});
+  // Short values ("1", "true") would redact ordinary words.
+  return values.filter((value) => value.length >= 8)
+    .sort((a, b) => b.length - a.length);
+}
+
 /** The last lines a server wrote on stderr, bounded in memory. */
 class StderrTail {
   #text = "";
   #decoder = new TextDecoder();
+  #hidden: string[];
+
+  constructor(hidden: string[]) {
+    this.#hidden = hidden;
+  }
 
   add(chunk: Uint8Array | string): void {
     this.#text += typeof chunk === "string"
@@ -268,7 +291,21 @@ class StderrTail {
   }
 
   lines(): string[] {
-    return this.#text.split("\n").map((line) => line.trimEnd())
+    let text = this.#text;
+    for (const value of this.#hidden) {
+      text = text.replaceAll(value, "[redacted]");
+    }
+    return text.split("\n").map((line) => printable(line.trimEnd()))
       .filter((line) => line !== "").slice(-STDERR_TAIL_LINES);
   }
+}
+
+/** `line` with control characters escaped, for the operator's terminal. */
+function printable(line: string): string {
+  return line.replace(
+    // deno-lint-ignore no-control-regex -- control characters are the point
+    /[\x00-\x08\x0b-\x1f\x7f]/g,
+    (character) =>
+      `\\x${character.charCodeAt(0).toString(16).padStart(2, "0")}`,
+  );
 }

@@ -228,6 +228,30 @@ Deno.test("services test: a server that crashes at start: its stderr tail, one l
   assert.equal(home.daemonPids().length, 0, "no token: no broker");
 });
 
+Deno.test("services test: a crashing server that prints its token: the tail shows neither the token nor raw escape sequences", async () => {
+  await using home = await createBrokerHome();
+  const token = `svc_${crypto.randomUUID().replaceAll("-", "")}`;
+  home.writeService(
+    "leaky",
+    denoService({
+      name: "leaky",
+      script: BROKEN_SERVER,
+      args: ["leak", "LEAKY_TOKEN"],
+      tokenEnv: "LEAKY_TOKEN",
+    }),
+  );
+  await home.login();
+  const set = await home.sherlock(["secret", "set", "leaky"], { stdin: token });
+  assert.equal(set.code, 0, set.stderr);
+  const result = await home.sherlock(["services", "test", "leaky"]);
+  assert.equal(result.code, 69, result.stderr);
+  assert.match(result.stdout, /\| \\x1b\[31mcannot log in with \[redacted\]\n/);
+  for (const output of [result.stdout, result.stderr]) {
+    assert.equal(output.includes(token), false, "the token is shown");
+    assert.equal(output.includes("\x1b"), false, "a raw escape is shown");
+  }
+});
+
 Deno.test("services test: a server that never answers times out (no hang); exit 69", async () => {
   await using home = await createBrokerHome();
   home.writeService(

@@ -44,7 +44,10 @@ import {
   type SessionPlan,
   sessionSummary,
 } from "./plan.ts";
-import { serverCommandProblems } from "./server_commands.ts";
+import {
+  helperCommandProblems,
+  serverCommandProblems,
+} from "./server_commands.ts";
 import {
   findExecutable,
   requireExecutable,
@@ -114,15 +117,19 @@ export async function prepareSession(
   for (const left of plan.leftOut) {
     options.onWarning(leftOutLine(left.service, left.reason));
   }
-  const searchPath = plan.env.PATH;
-  for (
-    const problem of serverCommandProblems(
+  const commands = [
+    ...serverCommandProblems(
       plan.services,
-      (command) => findExecutable(command, searchPath),
-    )
-  ) {
-    options.onWarning(problem);
-  }
+      (command) => findExecutable(command, plan.env.PATH),
+    ),
+    // The broker runs helpers with the environment it was started with:
+    // the operator's, not the agent's.
+    ...helperCommandProblems(plan.services, {
+      delivery: plan.delivery,
+      lookup: (command) => findExecutable(command, options.env.PATH),
+    }),
+  ];
+  for (const problem of commands) options.onWarning(problem);
   return plan;
 }
 

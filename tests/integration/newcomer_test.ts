@@ -103,6 +103,32 @@ Deno.test("a credential helper that is not installed: the session starts without
   assert.equal(configured.record, undefined);
 });
 
+Deno.test("a shim's credential helper that is not installed: one line before the agent starts; the entry stays", async () => {
+  await using home = await createBrokerHome();
+  home.addAgent();
+  home.writeService(
+    "github",
+    tokenServiceToml({
+      name: "github",
+      command: [MISSING_HELPER, "auth", "token"],
+      delivery: "shim",
+    }),
+  );
+  await home.login();
+  const { result, record } = await home.runAgent();
+  assert.equal(result.code, 0, result.stderr);
+  assert.deepEqual(lines(result.stderr), [
+    `sherlock: service github: its credential helper ${MISSING_HELPER} is not on PATH, so its shim will get no token; ` +
+    "install it or fix [token] command in services.d/github.toml",
+  ]);
+  const servers = JSON.parse(record!.config!.text!).mcpServers;
+  assert.ok(servers.github.args.includes("shim"));
+  // The dry run, which starts nothing, says it too.
+  const dryRun = await home.sherlock(["--dry-run", AGENT]);
+  assert.equal(dryRun.code, 0, dryRun.stderr);
+  assert.deepEqual(lines(dryRun.stderr), lines(result.stderr));
+});
+
 Deno.test("a missing secret: inline, left out; through the shim, kept and named; an OAuth service without a grant keeps its bridge; --strict: 77", async () => {
   await using home = await createBrokerHome();
   home.addAgent();

@@ -1,12 +1,17 @@
 /**
  * The one-line warnings for stdio servers whose command cannot start
  * (lib/launch/server_commands.ts): a whole command line in `command`, a
- * command not on PATH, one that is not executable. The lookup is a table
- * here; tests/integration/newcomer_test.ts looks up real files.
+ * command not on PATH, one that is not executable; and for a credential
+ * helper that a shim or bridge would run. The lookup is a table here;
+ * tests/integration/newcomer_test.ts looks up real files.
  */
 
 import assert from "node:assert/strict";
-import { serverCommandProblems } from "../../lib/launch/server_commands.ts";
+import {
+  helperCommandProblems,
+  serverCommandProblems,
+} from "../../lib/launch/server_commands.ts";
+import type { DeliveryPlan } from "../../lib/render/delivery.ts";
 import type { ExecutableLookup } from "../../lib/launch/spawn.ts";
 import { docs, github, plain, service } from "../helpers/services.ts";
 
@@ -72,4 +77,51 @@ args = ["stdio"]
       "service spaced: its command /opt/My Tools/server does not exist; install the server or fix command in services.d/spaced.toml",
     ],
   );
+});
+
+Deno.test("helperCommandProblems: only a shim's or a bridge's helper is looked up, as the broker would", () => {
+  const helper = (name: string, command: string) =>
+    service(`
+[service]
+name = "${name}"
+
+[server]
+command = "server"
+
+[token]
+source = "command"
+command = ["${command}", "auth", "token"]
+env = "TOKEN"
+`);
+  const services = [
+    helper("inline", "gh"),
+    helper("shim", "gh"),
+    helper("found", "op"),
+    helper("relative", "./bin/helper"),
+    helper("absolute", "/opt/helper"),
+    docs,
+  ];
+  const delivery: DeliveryPlan = new Map([
+    ["inline", { kind: "inline", deferrable: true }],
+    ["shim", { kind: "shim", reason: "" }],
+    ["found", { kind: "shim", reason: "" }],
+    ["relative", { kind: "shim", reason: "" }],
+    ["absolute", { kind: "bridge" }],
+    ["docs", { kind: "inline", deferrable: false }],
+  ]);
+  const looked: string[] = [];
+  const problems = helperCommandProblems(services, {
+    delivery,
+    lookup: (command) => {
+      looked.push(command);
+      return command === "op"
+        ? { found: true, path: "/usr/bin/op" }
+        : { found: false, reason: "missing" };
+    },
+  });
+  assert.deepEqual(looked, ["gh", "op", "/opt/helper"]);
+  assert.deepEqual(problems, [
+    "service shim: its credential helper gh is not on PATH, so its shim will get no token; install it or fix [token] command in services.d/shim.toml",
+    "service absolute: its credential helper /opt/helper does not exist, so its bridge will get no token; install it or fix [token] command in services.d/absolute.toml",
+  ]);
 });

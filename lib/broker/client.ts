@@ -529,15 +529,25 @@ function secretPath(name: string): string {
   return `/v1/secrets/${encodeURIComponent(name)}`;
 }
 
+/** The answer to {@linkcode fetchTokens}, one outcome per service. */
+export interface FetchedTokens {
+  /** The tokens, by service. */
+  tokens: Map<string, string>;
+  /** The services whose token the broker keeps for the session's shim. */
+  deferred: string[];
+  /** The services whose token the broker could not get, with why. */
+  failed: Map<string, SherlockError>;
+}
+
 /**
  * The tokens of the named services for a registered session (see
  * {@linkcode registerSession}), in one round trip: `POST /v1/tokens` (the
  * daemon runs their helpers concurrently, and answers "not logged in" for
  * the whole request while the store is locked; with no services, that is
  * all it checks). A service of `defer` whose token the daemon kept for the
- * session's shim is in `deferred` instead of `tokens`. Throws
- * {@linkcode NotLoggedInError}, or the first failure in the order of
- * `services`, which names the service.
+ * session's shim is in `deferred` instead of `tokens`; one the daemon
+ * could not get is in `failed`, with the error (naming the service) that
+ * `POST /v1/token` would have thrown. Throws {@linkcode NotLoggedInError}.
  */
 export async function fetchTokens(
   options: {
@@ -546,7 +556,7 @@ export async function fetchTokens(
     defer?: TokensDefer;
     capability: string;
   },
-): Promise<{ tokens: Map<string, string>; deferred: string[] }> {
+): Promise<FetchedTokens> {
   const answer = await callBroker<TokensResponse>({
     socket: options.socket,
     method: "POST",
@@ -565,22 +575,28 @@ export async function fetchTokens(
   });
   const tokens = new Map<string, string>();
   const deferred: string[] = [];
+  const failed = new Map<string, SherlockError>();
   for (const result of answer.results) {
     if ("error" in result) {
-      throw brokerError(result.error.status, { error: result.error });
-    }
-    if ("deferred" in result) deferred.push(result.service);
+      failed.set(
+        result.service,
+        brokerError(result.error.status, { error: result.error }),
+      );
+    } else if ("deferred" in result) deferred.push(result.service);
     else tokens.set(result.service, result.token);
   }
   for (const service of options.services) {
-    if (!tokens.has(service) && !deferred.includes(service)) {
+    if (
+      !tokens.has(service) && !deferred.includes(service) &&
+      !failed.has(service)
+    ) {
       throw new SherlockError(
         `broker: no answer for service ${service}`,
         ExitCode.Software,
       );
     }
   }
-  return { tokens, deferred };
+  return { tokens, deferred, failed };
 }
 
 /**

@@ -34,16 +34,28 @@ export type CommandFunction = (args: readonly string[]) => Promise<number>;
 export const COMMANDS = {
   run: {
     summary: "start an agent with its per-session MCP config",
-    help: `Usage: sherlock run [--dry-run] <agent> [args…]
-       sherlock [--dry-run] <agent> [args…]
+    help: `Usage: sherlock run [--dry-run] [--strict] [-v] <agent> [args…]
+       sherlock [--dry-run] [--strict] [-v] <agent> [args…]
 
 Starts the agent with a per-session MCP config for every service in
-services.d/, and exits with the agent's exit code.
+services.d/, and exits with the agent's exit code. A service that cannot
+be part of the session (malformed, no token, its helper failed, no OAuth
+grant, an agent that cannot use it) is named in one line on stderr and
+left out; the session starts with the others.
 
 Options (before the agent's name; everything after it goes to the agent):
-  --dry-run   show the argv, the environment changes and the rendered config
-              (tokens redacted) without fetching tokens or starting anything
-  -h, --help  show this help`,
+  --dry-run      show the argv, the environment changes and the rendered
+                 config (tokens redacted) without fetching tokens or
+                 starting anything
+  --strict       stop instead, with the failure's exit code (also
+                 config.toml's [run] strict = true)
+  -v, --verbose  say on stderr, before the agent starts, which services
+                 the session has and how each token reaches its server
+                 (also SHERLOCK_VERBOSE=1)
+  -h, --help     show this help
+
+When the agent's first argument is one of its profile's [argv] no_session
+(--help, --version, …), the agent starts with no MCP config and no broker.`,
     module: "lib/cli/run.ts",
     entry: "runCommand",
   },

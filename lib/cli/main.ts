@@ -27,6 +27,14 @@ export async function main(args: readonly string[]): Promise<number> {
   }
 }
 
+/** `sherlock run`'s options, which may also come first in `sherlock [options] <agent>`. */
+const RUN_OPTIONS: ReadonlySet<string> = new Set([
+  "--dry-run",
+  "--strict",
+  "-v",
+  "--verbose",
+]);
+
 async function dispatch(args: readonly string[]): Promise<number> {
   const [first] = args;
   if (first === undefined) {
@@ -41,7 +49,7 @@ async function dispatch(args: readonly string[]): Promise<number> {
     return await runCommand("version", []);
   }
   if (isCommandName(first)) return await runCommand(first, args.slice(1));
-  if (first === "--dry-run" || await isProfileName(first)) {
+  if (RUN_OPTIONS.has(first) || await isProfileName(first)) {
     return await runCommand("run", args);
   }
   if (first.startsWith("-")) {

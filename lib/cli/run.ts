@@ -24,13 +24,15 @@ import {
 
 /** Runs the command; returns the exit code. */
 export async function runCommand(args: readonly string[]): Promise<number> {
-  let dryRun = false;
+  const flags = { dryRun: false, strict: false, verbose: false };
   let index = 0;
   for (; index < args.length; index++) {
     const arg = args[index];
-    if (arg === "--dry-run") dryRun = true;
+    if (arg === "--dry-run") flags.dryRun = true;
+    else if (arg === "--strict") flags.strict = true;
+    else if (arg === "-v" || arg === "--verbose") flags.verbose = true;
     else if (isHelpFlag(arg)) {
-      // After --dry-run: the dispatcher printed it when it came first.
+      // After another option: the dispatcher printed it when it came first.
       printLine(COMMANDS.run.help);
       return 0;
     } else if (arg === "--") {
@@ -56,14 +58,17 @@ export async function runCommand(args: readonly string[]): Promise<number> {
     uid: context.uid,
     paths: context.paths,
     onWarning: printWarning,
+    strict: flags.strict,
   });
-  if (dryRun) {
+  if (flags.dryRun) {
     printDryRun(plan);
     return 0;
   }
+  const verbose = flags.verbose || context.env.SHERLOCK_VERBOSE === "1";
   return await executeSession(plan, {
     paths: context.paths,
     onWarning: printWarning,
+    onSummary: verbose ? printWarning : undefined,
   });
 }
 
@@ -100,11 +105,24 @@ function printDryRun(plan: SessionPlan): void {
   }
   rows.push([
     "services",
-    plan.services.length > 0
+    config.kind === "none"
+      ? `(none: ${config.argument} needs no session)`
+      : plan.services.length > 0
       ? plan.services.map((service) => service.service.name).join(", ")
       : "(none in services.d)",
   ]);
+  for (const left of plan.leftOut) {
+    rows.push([
+      "left out",
+      `${left.service} (agent ${plan.agent} cannot use it)`,
+    ]);
+  }
   const mcp = profile.profile.mcp;
+  if (config.kind === "none") {
+    rows.push(["config", "(none, and no broker)"]);
+    for (const line of columns(rows)) printLine(line);
+    return;
+  }
   rows.push([
     "config",
     config.kind === "argv"

@@ -27,6 +27,7 @@ export const DEFAULT_SETTINGS: Settings = {
   login: { provider: "local" },
   broker: { idle_timeout: DEFAULT_IDLE_TIMEOUT_SECONDS },
   render: { tokens: "inline" },
+  run: { strict: false },
 };
 
 /**

@@ -38,6 +38,11 @@ export const settingsSchema = z.strictObject({
   render: z.strictObject({
     tokens: z.enum(["inline", "shim"]).default("inline"),
   }).default({ tokens: "inline" }),
+  run: z.strictObject({
+    // As `sherlock run --strict`: a service that cannot be part of the
+    // session stops it instead of being left out.
+    strict: z.boolean().default(false),
+  }).default({ strict: false }),
 });
 
 /** sherlock's settings. */

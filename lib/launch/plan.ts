@@ -9,7 +9,7 @@
  * @module
  */
 
-import { ConfigError } from "../errors.ts";
+import { ConfigError, ExitCode, type ExitCodeValue } from "../errors.ts";
 import {
   type ExpandContext,
   expandPath,
@@ -23,6 +23,7 @@ import {
   type DeliveryPlan,
   planDelivery,
   refusal,
+  type ServiceDelivery,
 } from "../render/delivery.ts";
 import { renderDocument, type RenderedDocument } from "../render/formats.ts";
 import { serverEntries, type ShimContext } from "../render/servers.ts";
@@ -51,6 +52,11 @@ export interface PlanSessionOptions {
   socket: string;
   /** How to start sherlock itself, for the shim entries (`self_command.ts`). */
   selfCommand: readonly string[];
+  /**
+   * Stop at a service the agent cannot use (exit 78) instead of leaving it
+   * out (`--strict`, config.toml's `[run] strict`).
+   */
+  strict: boolean;
 }
 
 /**
@@ -60,7 +66,22 @@ export interface PlanSessionOptions {
 export type ConfigTarget =
   | { kind: "argv" }
   | { kind: "file"; path: string }
-  | { kind: "merge"; path: string };
+  | { kind: "merge"; path: string }
+  /** No session: the first argument is one of the profile's `no_session`. */
+  | { kind: "none"; argument: string };
+
+/**
+ * A service the session starts without: one line saying why and what to
+ * do, and the exit code the failure has when the session is strict.
+ */
+export interface LeftOutService {
+  /** The service's name. */
+  service: string;
+  /** What is wrong and what fixes it. */
+  reason: string;
+  /** The exit code `--strict` stops the session with. */
+  exitCode: ExitCodeValue;
+}
 
 /** Everything a session does, decided before it does any of it. */
 export interface SessionPlan {
@@ -70,8 +91,12 @@ export interface SessionPlan {
   profile: LoadedProfile;
   /** The session's id. */
   session: string;
-  /** The session's services. */
+  /** The session's services (without those left out). */
   services: readonly Service[];
+  /** The services the agent cannot use, left out (none when strict). */
+  leftOut: LeftOutService[];
+  /** Whether a service that cannot be part of the session stops it. */
+  strict: boolean;
   /** How each service's token reaches its server. */
   delivery: DeliveryPlan;
   /** What the shim entries start. */
@@ -93,13 +118,20 @@ export interface SessionPlan {
 }
 
 /**
- * Plans a session. Throws {@linkcode ConfigError} for a service the agent
- * cannot use, an unset variable or a relative `[mcp] path`.
+ * Plans a session. A service the agent cannot use is left out (in
+ * `leftOut`), or, when strict, throws {@linkcode ConfigError}; so do an
+ * unset variable and a relative `[mcp] path`. When the first argument is
+ * one of the profile's `[argv] no_session` (`--help`), the plan has no
+ * services and no config: the agent starts with its `[env]` and `[forbid]`
+ * only.
  */
 export function planSession(options: PlanSessionOptions): SessionPlan {
   const { profile: loaded, context, agent } = options;
   const { mcp } = loaded.profile;
-  const config: ConfigTarget = isArgvFormat(mcp.format)
+  const argument = noSessionArgument(loaded, options.userArgs);
+  const config: ConfigTarget = argument !== undefined
+    ? { kind: "none", argument }
+    : isArgvFormat(mcp.format)
     ? { kind: "argv" }
     : mcp.mode === "config-file"
     ? {
@@ -115,8 +147,8 @@ export function planSession(options: PlanSessionOptions): SessionPlan {
         extension: "json",
       }),
     };
-  const delivery = planDelivery({
-    services: options.services,
+  const planned = planDelivery({
+    services: config.kind === "none" ? [] : options.services,
     format: mcp.format,
     mergePath: config.kind === "merge" ? config.path : undefined,
     configFilePath: mcp.mode === "config-file" && config.kind === "file"
@@ -125,13 +157,22 @@ export function planSession(options: PlanSessionOptions): SessionPlan {
     configured: options.settings.render.tokens,
     agent,
   });
-  const refused = refusal(delivery);
-  if (refused !== undefined) throw new ConfigError(refused);
+  const refused = refusal(planned);
+  if (refused !== undefined && options.strict) {
+    throw new ConfigError(refused);
+  }
+  const { delivery, leftOut } = withoutRefused(planned);
   const plan = {
     agent,
     profile: loaded,
     session: options.session,
-    services: options.services,
+    services: config.kind === "none"
+      ? []
+      : options.services.filter((service) =>
+        delivery.has(service.service.name)
+      ),
+    leftOut,
+    strict: options.strict,
     delivery,
     shim: {
       command: [...options.selfCommand],
@@ -143,10 +184,14 @@ export function planSession(options: PlanSessionOptions): SessionPlan {
   // Argv formats send every token through the shim (and refuse the rest),
   // so flag values never hold one: rendering them now is rendering them.
   const document = renderSessionConfig(plan, { delivery, tokens: new Map() });
-  const configPath = config.kind === "argv" ? undefined : config.path;
+  const configPath = config.kind === "file" || config.kind === "merge"
+    ? config.path
+    : undefined;
   const args = buildArgs({
     loaded,
-    config: document.kind === "argv"
+    config: config.kind === "none"
+      ? undefined
+      : document.kind === "argv"
       ? { values: document.values }
       : { path: configPath ?? "" },
     userArgs: options.userArgs,
@@ -159,6 +204,38 @@ export function planSession(options: PlanSessionOptions): SessionPlan {
     config,
     document,
   };
+}
+
+/**
+ * The agent's first argument when it is one of the profile's
+ * `[argv] no_session` (such as `--help`), which needs no MCP config.
+ */
+export function noSessionArgument(
+  loaded: LoadedProfile,
+  userArgs: readonly string[],
+): string | undefined {
+  const [first] = userArgs;
+  return first !== undefined && loaded.profile.argv.no_session.includes(first)
+    ? first
+    : undefined;
+}
+
+/** The plan without its refused services, and each of them left out. */
+function withoutRefused(
+  planned: DeliveryPlan,
+): { delivery: DeliveryPlan; leftOut: LeftOutService[] } {
+  const delivery = new Map(planned);
+  const leftOut: LeftOutService[] = [];
+  for (const [service, entry] of planned) {
+    if (entry.kind !== "refused") continue;
+    delivery.delete(service);
+    leftOut.push({
+      service,
+      reason: entry.reason,
+      exitCode: ExitCode.Config,
+    });
+  }
+  return { delivery, leftOut };
 }
 
 /**
@@ -192,8 +269,14 @@ export interface AgentCommand {
   envRemoved: string[];
 }
 
-/** Where the rendered config is: a file, or flag values (argv formats). */
-export type RenderedDelivery = { path: string } | { values: string[] };
+/**
+ * Where the rendered config is: a file, or flag values (argv formats);
+ * undefined when the session has none (`no_session`).
+ */
+export type RenderedDelivery =
+  | { path: string }
+  | { values: string[] }
+  | undefined;
 
 /**
  * The arguments after the executable:
@@ -212,7 +295,10 @@ export function buildArgs(
 ): string[] {
   const { mcp, argv } = options.loaded.profile;
   const delivery: string[] = [];
-  if (mcp.mode === "cli-flag" && mcp.flag !== undefined) {
+  if (
+    mcp.mode === "cli-flag" && mcp.flag !== undefined &&
+    options.config !== undefined
+  ) {
     const flag = mcp.flag;
     const values = "values" in options.config
       ? options.config.values
@@ -313,3 +399,34 @@ function expandOrThrow(
     throw error;
   }
 }
+
+/**
+ * The one line `-v` prints before the agent starts: the agent, each of its
+ * services and how its token reaches it (as `delivery`, settled after the
+ * fetch, says), and the services left out.
+ */
+export function sessionSummary(
+  plan: Pick<SessionPlan, "agent" | "config">,
+  session: { delivery: DeliveryPlan; leftOut: readonly string[] },
+): string {
+  if (plan.config.kind === "none") {
+    return `agent ${plan.agent}: no session for ${plan.config.argument} (no MCP config, no broker)`;
+  }
+  const services = [...session.delivery].map(([name, delivery]) =>
+    `${name} (${DELIVERY_WORDS[delivery.kind]})`
+  );
+  const left = session.leftOut.length > 0
+    ? `; left out: ${session.leftOut.join(", ")}`
+    : "";
+  return `agent ${plan.agent}: ${
+    services.length > 0 ? `services ${services.join(", ")}` : "no services"
+  }${left}`;
+}
+
+const DELIVERY_WORDS: Readonly<Record<ServiceDelivery["kind"], string>> = {
+  none: "no token",
+  inline: "token inline",
+  shim: "token through the shim",
+  bridge: "token through the bridge",
+  refused: "refused",
+};

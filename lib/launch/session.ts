@@ -7,7 +7,11 @@
  */
 
 import { formatProblem } from "../config/toml_files.ts";
-import { NoPermissionError } from "../errors.ts";
+import {
+  ConfigError,
+  NoPermissionError,
+  type SherlockError,
+} from "../errors.ts";
 import type { Env, SherlockPaths } from "../config/sherlock_paths.ts";
 import { loadProfile } from "../profiles/loader.ts";
 import {
@@ -29,7 +33,7 @@ import {
 } from "../session/records.ts";
 import { importLazily } from "../runtime/lazy_import.ts";
 import { selfCommand } from "../self_command.ts";
-import { loadServices } from "../services/loader.ts";
+import { loadServices, type Service } from "../services/loader.ts";
 import { loadSettings } from "../config/settings.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
 
@@ -38,8 +42,14 @@ import {
   planSession,
   renderSessionConfig,
   type SessionPlan,
+  sessionSummary,
 } from "./plan.ts";
 import {
+  helperCommandProblems,
+  serverCommandProblems,
+} from "./server_commands.ts";
+import {
+  findExecutable,
   requireExecutable,
   signalNumber,
   SignalRelay,
@@ -60,13 +70,20 @@ export interface SessionOptions {
   paths: SherlockPaths;
   /** Called for each problem that does not stop the session. */
   onWarning: (message: string) => void;
+  /**
+   * `--strict`: a service that cannot be part of the session stops it with
+   * the failure's exit code instead of being left out (config.toml's
+   * `[run] strict` asks the same).
+   */
+  strict: boolean;
 }
 
 /**
- * Loads what a session is made of (a malformed service is a warning, and
- * the session runs without it) and plans it with a new session id. Reads
- * the operator's files (and saves the validation cache), starts nothing and
- * fetches no token.
+ * Loads what a session is made of and plans it with a new session id. A
+ * malformed service, and one the agent cannot use, is left out with a
+ * warning (or, when strict, stops the session); a stdio server whose
+ * command cannot start is a warning. Reads the operator's files (and saves
+ * the validation cache), starts nothing and fetches no token.
  */
 export async function prepareSession(
   options: SessionOptions,
@@ -77,10 +94,8 @@ export async function prepareSession(
   const { services, problems } = await loadServices({ paths, cache });
   const settings = await loadSettings({ paths, cache });
   cache.save();
-  for (const problem of problems) {
-    options.onWarning(`skipping service: ${formatProblem(problem)}`);
-  }
-  return planSession({
+  const strict = options.strict || settings.run.strict;
+  const plan = planSession({
     agent: options.agent,
     profile,
     services,
@@ -91,7 +106,36 @@ export async function prepareSession(
     runtimeDir: paths.runtimeDir,
     socket: paths.socket,
     selfCommand: selfCommand(),
+    strict,
   });
+  // A session without MCP config (`--help`) needs no service at all.
+  if (plan.config.kind === "none") return plan;
+  for (const problem of problems) {
+    if (strict) throw new ConfigError(formatProblem(problem));
+    options.onWarning(`skipping service: ${formatProblem(problem)}`);
+  }
+  for (const left of plan.leftOut) {
+    options.onWarning(leftOutLine(left.service, left.reason));
+  }
+  const commands = [
+    ...serverCommandProblems(
+      plan.services,
+      (command) => findExecutable(command, plan.env.PATH),
+    ),
+    // The broker runs helpers with the environment it was started with:
+    // the operator's, not the agent's.
+    ...helperCommandProblems(plan.services, {
+      delivery: plan.delivery,
+      lookup: (command) => findExecutable(command, options.env.PATH),
+    }),
+  ];
+  for (const problem of commands) options.onWarning(problem);
+  return plan;
+}
+
+/** The warning for a service the session starts without. */
+function leftOutLine(service: string, reason: string): string {
+  return `${reason}; starting the session without service ${service}`;
 }
 
 /**
@@ -103,7 +147,12 @@ export async function prepareSession(
  */
 export async function executeSession(
   plan: SessionPlan,
-  options: { paths: SherlockPaths; onWarning: (message: string) => void },
+  options: {
+    paths: SherlockPaths;
+    onWarning: (message: string) => void;
+    /** Called with {@linkcode sessionSummary}'s line before the agent starts (`-v`). */
+    onSummary?: (line: string) => void;
+  },
 ): Promise<number> {
   const { paths } = options;
   sweepStaleSessions(paths.stateDir, options.onWarning);
@@ -127,21 +176,48 @@ async function runSession(
   options: {
     paths: SherlockPaths;
     onWarning: (message: string) => void;
+    onSummary?: (line: string) => void;
     broker: BrokerSession | undefined;
   },
 ): Promise<number> {
   const { paths, broker } = options;
   const fetched = broker === undefined
-    ? { tokens: new Map<string, string>(), deferred: [] }
+    ? {
+      tokens: new Map<string, string>(),
+      deferred: [],
+      failed: new Map<string, SherlockError>(),
+    }
     : await broker.fetchTokens();
+  const unready = broker === undefined
+    ? new Map<string, SherlockError>()
+    : await broker.unreadyServices(plan.services);
+  const failures = [...fetched.failed, ...unready];
+  if (plan.strict && failures.length > 0) throw failures[0][1];
+  for (const [service, error] of fetched.failed) {
+    options.onWarning(leftOutLine(service, error.message));
+  }
+  for (const [service, error] of unready) {
+    options.onWarning(
+      `${error.message}; service ${service} answers the agent with this error until then (no restart needed)`,
+    );
+  }
+  // An inline token that did not come is a server that could not start:
+  // the session goes on without it. A shim's or a bridge's is fetched each
+  // time the agent starts it, so it stays, and works once fixed.
+  const services = plan.services.filter((service) =>
+    !fetched.failed.has(service.service.name)
+  );
+  const delivery = new Map(plan.delivery);
+  for (const service of fetched.failed.keys()) delivery.delete(service);
   const shim = broker === undefined
     ? plan.shim
     : { ...plan.shim, capability: broker.capability };
-  const document = renderSessionConfig({ ...plan, shim }, {
-    delivery: settleDelivery(plan.delivery, fetched),
+  const settled = settleDelivery(delivery, fetched);
+  const document = renderSessionConfig({ ...plan, services, shim }, {
+    delivery: settled,
     tokens: fetched.tokens,
   });
-  const args = document.kind === "argv"
+  const args = document.kind === "argv" && plan.config.kind === "argv"
     ? argsWithValues(plan, document.values)
     : plan.args;
   const executable = requireExecutable({
@@ -149,6 +225,13 @@ async function runSession(
     searchPath: plan.env.PATH,
     agent: plan.agent,
   });
+  options.onSummary?.(sessionSummary(plan, {
+    delivery: settled,
+    leftOut: [
+      ...plan.leftOut.map((left) => left.service),
+      ...fetched.failed.keys(),
+    ],
+  }));
   const relay = new SignalRelay();
   const record = newSessionRecord(plan.session, plan.agent);
   try {
@@ -220,6 +303,8 @@ export interface FetchedTokens {
   tokens: Map<string, string>;
   /** The services whose token the broker deferred to the session's shim. */
   deferred: string[];
+  /** The services whose token the broker could not get, with why. */
+  failed: Map<string, SherlockError>;
 }
 
 /** A session registered with the broker. */
@@ -228,9 +313,20 @@ export interface BrokerSession {
   capability: string;
   /**
    * Makes sure the operator is logged in (not logged in → exit 77 with
-   * what to do), then fetches the inline tokens, all at once.
+   * what to do), then fetches the inline tokens, all at once; a service
+   * whose token the broker could not get is in `failed`.
    */
   fetchTokens(): Promise<FetchedTokens>;
+  /**
+   * The services among `services` whose token their shim or bridge will
+   * fetch, and that the broker already knows it cannot serve: no OAuth
+   * grant (`sherlock auth`), no stored secret (`sherlock secret set`). By
+   * name, in the services' order, each with the error its shim or bridge
+   * would meet.
+   */
+  unreadyServices(
+    services: readonly Service[],
+  ): Promise<Map<string, SherlockError>>;
   /** Ends the broker session; never throws, does nothing the second time. */
   end(): Promise<void>;
 }
@@ -285,6 +381,48 @@ export async function openBrokerSession(
           }); run "sherlock login"`,
         );
       }
+    },
+    async unreadyServices(services) {
+      const later = services.filter((service) => {
+        const kind = options.delivery.get(service.service.name)?.kind;
+        return kind === "shim" || kind === "bridge";
+      });
+      const sources = new Set(later.map((service) => service.token.source));
+      const authorized = sources.has("oauth")
+        ? new Set(
+          (await client.authorizationStatus(options.socket)).services
+            .filter((status) => status.authorized)
+            .map((status) => status.service),
+        )
+        : new Set<string>();
+      const stored = sources.has("secret")
+        ? new Set(
+          (await client.listSecrets(options.socket)).secrets.map((secret) =>
+            secret.name
+          ),
+        )
+        : new Set<string>();
+      const unready = new Map<string, SherlockError>();
+      for (const service of later) {
+        const name = service.service.name;
+        // The same lines the broker answers a shim or a bridge with.
+        if (service.token.source === "oauth" && !authorized.has(name)) {
+          unready.set(
+            name,
+            new NoPermissionError(
+              `service ${name} needs authorization: run "sherlock auth ${name}"`,
+            ),
+          );
+        } else if (service.token.source === "secret" && !stored.has(name)) {
+          unready.set(
+            name,
+            new NoPermissionError(
+              `no secret stored for service ${name}; run "sherlock secret set ${name}"`,
+            ),
+          );
+        }
+      }
+      return unready;
     },
     async end() {
       if (ended) return;

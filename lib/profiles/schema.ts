@@ -105,7 +105,10 @@ export const profileSchema = z.strictObject({
   argv: z.strictObject({
     prefix: z.array(z.string()).default([]),
     suffix: z.array(z.string()).default([]),
-  }).default({ prefix: [], suffix: [] }),
+    // A first argument that needs no session (`--help`, `--version`): the
+    // agent starts without MCP config and without the broker.
+    no_session: z.array(z.string().min(1, "must not be empty")).default([]),
+  }).default({ prefix: [], suffix: [], no_session: [] }),
   forbid: z.strictObject({
     env: z.array(envName).default([]),
   }).default({ env: [] }),

@@ -132,7 +132,7 @@ Deno.test("failures and logouts are audited too; an empty log says so", async ()
   );
   await home.login();
   await home.sherlock(["login"], { stdin: "wrong passphrase\n" });
-  const run = await home.runAgent();
+  const run = await home.runAgent({ runOptions: ["--strict"] });
   assert.equal(run.result.code, 69);
   await home.sherlock(["logout"]);
   const events = auditEntries(home).map((entry) =>

@@ -45,7 +45,7 @@ function helperService(
   return path;
 }
 
-Deno.test("a failing helper: exit 69 with its stderr and the service's name, never its stdout", async () => {
+Deno.test("--strict, a failing helper: exit 69 with its stderr and the service's name, never its stdout", async () => {
   await using home = await loggedIn();
   const printed = randomToken("ghp");
   helperService(
@@ -53,7 +53,7 @@ Deno.test("a failing helper: exit 69 with its stderr and the service's name, nev
     "failing",
     `echo ${printed}\necho "boom" >&2\nexit 3`,
   );
-  const { result, record } = await home.runAgent();
+  const { result, record } = await home.runAgent({ runOptions: ["--strict"] });
   assert.equal(result.code, 69, result.stderr);
   assert.equal(record, undefined, "the agent is not started");
   assert.equal(lines(result.stderr).length, 1);
@@ -74,7 +74,7 @@ Deno.test("a failing helper: exit 69 with its stderr and the service's name, nev
   assert.equal(failed?.reason, "helper_failed");
 });
 
-Deno.test("a helper past its [token] timeout is stopped with its children; the daemon is fine", async () => {
+Deno.test("--strict, a helper past its [token] timeout is stopped with its children; the daemon is fine", async () => {
   await using home = await loggedIn();
   const pids = join(home.scratch, "hang.pids");
   home.killAtEnd(pids);
@@ -87,7 +87,7 @@ Deno.test("a helper past its [token] timeout is stopped with its children; the d
     { timeout: 1 },
   );
   const before = await home.health();
-  const { result, record } = await home.runAgent();
+  const { result, record } = await home.runAgent({ runOptions: ["--strict"] });
   assert.equal(result.code, 69, result.stderr);
   assert.equal(record, undefined);
   assert.equal(lines(result.stderr).length, 1);
@@ -111,7 +111,7 @@ Deno.test("a grandchild in its own session holding the pipe cannot hold the requ
   }; exec sleep 600' &`;
   // Out of time, with the grandchild still writing nowhere.
   helperService(home, "stuck", `${detach}\nsleep 600`, { timeout: 1 });
-  const stuck = await home.runAgent();
+  const stuck = await home.runAgent({ runOptions: ["--strict"] });
   assert.equal(stuck.result.code, 69, stuck.result.stderr);
   assert.match(stuck.result.stderr, /did not finish within 1 s/);
   await waitUntil(() => countLines(grandchild) === 1, "the grandchild's pid");
@@ -133,7 +133,7 @@ Deno.test("a grandchild in its own session holding the pipe cannot hold the requ
   assert.ok(await home.health());
 });
 
-Deno.test("helpers that print junk, or an expired token: a clear error that never quotes it", async () => {
+Deno.test("--strict, helpers that print junk, or an expired token: a clear error that never quotes it", async () => {
   await using home = await loggedIn();
   const pid = (await home.health())?.pid;
   const secret = randomToken("leak");
@@ -171,7 +171,9 @@ Deno.test("helpers that print junk, or an expired token: a clear error that neve
   ];
   for (const [name, body, message] of cases) {
     helperService(home, "junk", body);
-    const { result, record } = await home.runAgent();
+    const { result, record } = await home.runAgent({
+      runOptions: ["--strict"],
+    });
     assert.equal(result.code, 69, `${name}: ${result.stderr}`);
     assert.equal(record, undefined, name);
     assert.equal(lines(result.stderr).length, 1, name);
@@ -183,7 +185,7 @@ Deno.test("helpers that print junk, or an expired token: a clear error that neve
     "junk",
     tokenServiceToml({ name: "junk", command: ["/nonexistent/helper"] }),
   );
-  const missing = await home.runAgent();
+  const missing = await home.runAgent({ runOptions: ["--strict"] });
   assert.equal(missing.result.code, 69);
   assert.match(missing.result.stderr, /could not be started: not found/);
   assert.equal((await home.health())?.pid, pid, "the same daemon throughout");

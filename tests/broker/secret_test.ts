@@ -122,12 +122,12 @@ Deno.test("a value on the command line is refused and not echoed", async () => {
   assert.equal(unknown.code, 2);
 });
 
-Deno.test("a missing secret: exit 77 naming sherlock secret set <name>", async () => {
+Deno.test("a missing secret, --strict: exit 77 naming sherlock secret set <name>", async () => {
   await using home = await createBrokerHome();
   home.addAgent();
   home.writeService("api", tokenServiceToml({ name: "api", source: "secret" }));
   await home.login();
-  const { result, record } = await home.runAgent();
+  const { result, record } = await home.runAgent({ runOptions: ["--strict"] });
   assert.equal(result.code, 77, result.stderr);
   assert.equal(record, undefined, "the agent is not started");
   assert.equal(lines(result.stderr).length, 1);

@@ -45,9 +45,10 @@ Deno.test("a FIFO in services.d: the broker refuses it at once and answers the o
   const ask = (service: string) =>
     fetchTokens({ socket: home.socket, services: [service], capability });
 
+  // The client returns a service's failure with the others' answers.
   const stuck = ask("stuck").then(
-    () => "answered with a token",
-    (error: Error) => error.message,
+    (answer) => answer.failed.get("stuck")?.message ?? "answered with a token",
+    (error: Error) => `the whole request failed: ${error.message}`,
   );
   try {
     const api = await within(ask("api"));

@@ -68,7 +68,12 @@ export interface BrokerHome extends TestHome {
    * rendered config; `record` is undefined when the agent never started.
    */
   runAgent(
-    options?: AgentRunOptions & { args?: string[] },
+    options?: AgentRunOptions & {
+      /** The agent's arguments. */
+      args?: string[];
+      /** sherlock's own options, before the agent's name (`--strict`). */
+      runOptions?: string[];
+    },
   ): Promise<{ result: SherlockResult; record?: AgentRecord }>;
   /** Writes an executable /bin/sh script into `bin/`; returns its path. */
   writeScript(name: string, body: string): string;
@@ -144,7 +149,12 @@ export async function createBrokerHome(): Promise<BrokerHome> {
         config: "env:SHERLOCK_MCP_CONFIG",
         ...options,
       });
-      const result = await sherlock(["run", AGENT, ...(options.args ?? [])], {
+      const result = await sherlock([
+        "run",
+        ...(options.runOptions ?? []),
+        AGENT,
+        ...(options.args ?? []),
+      ], {
         env: agent.env,
       });
       return {

@@ -51,7 +51,14 @@ export interface TestHome {
   env: Record<string, string>;
   /** Writes `agents.d/<name>.toml`; returns its path. */
   writeProfile(name: string, text: string): string;
-  /** Writes `services.d/<name>.toml`; returns its path. */
+  /**
+   * Writes `services.d/<name>.toml`; returns its path. A stdio server's
+   * bare `command` (no `/`) that is not in `bin` yet is installed there as
+   * a script that reads its stdin and exits 0, as the operator's server
+   * would be installed:
+   * sherlock warns about a command it cannot find. Write the file yourself
+   * to test that.
+   */
   writeService(name: string, text: string): string;
   /** The names of the session records (`<session>.json`) left behind. */
   sessionRecords(): string[];
@@ -145,11 +152,38 @@ export async function createTestHome(): Promise<TestHome> {
     runtimeDir,
     env,
     writeProfile: (name, text) => writeInto(agentsDir, name, text),
-    writeService: (name, text) => writeInto(servicesDir, name, text),
+    writeService: (name, text) => {
+      installServerStub(bin, text);
+      return writeInto(servicesDir, name, text);
+    },
     sessionRecords: () => listNames(sessionsDir),
     runtimeFiles: () => listNames(runtimeDir),
     async [Symbol.asyncDispose]() {
       await Deno.remove(root, { recursive: true }).catch(() => {});
     },
   };
+}
+
+/**
+ * Installs the `[server] command` of a service's TOML text into `bin` when
+ * it is a bare name that is not there yet (see `writeService`).
+ */
+function installServerStub(bin: string, text: string): void {
+  const server = /^\[server\]$([\s\S]*?)(?:^\[|(?![\s\S]))/m.exec(text)?.[1];
+  const command = server &&
+    /^command\s*=\s*"([^"/\s]+)"\s*$/m.exec(server)?.[1];
+  if (!command) return;
+  const path = join(bin, command);
+  try {
+    Deno.lstatSync(path);
+    return;
+  } catch {
+    // Not installed yet.
+  }
+  // Reads its stdin to the end (an agent that writes to it must not meet a
+  // closed pipe), answers nothing, exits 0.
+  Deno.writeTextFileSync(path, "#!/bin/sh\nexec cat >/dev/null\n", {
+    mode: 0o755,
+  });
+  Deno.chmodSync(path, 0o755);
 }

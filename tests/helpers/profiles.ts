@@ -39,7 +39,7 @@ export function loadedProfile(
         ...mcp,
       },
       env: {},
-      argv: { prefix: [], suffix: [] },
+      argv: { prefix: [], suffix: [], no_session: [] },
       forbid: { env: [] },
       ...more,
     },
@@ -65,6 +65,8 @@ export interface ProfileSpec {
   prefix?: string[];
   /** `[argv] suffix`. */
   suffix?: string[];
+  /** `[argv] no_session`. */
+  noSession?: string[];
   /** `[forbid] env`. */
   forbid?: string[];
 }
@@ -102,10 +104,11 @@ export function profileToml(spec: ProfileSpec): string {
     ),
   ];
   if (spec.env) parts.push("", ...table("env", spec.env));
-  if (spec.prefix || spec.suffix) {
+  if (spec.prefix || spec.suffix || spec.noSession) {
     const argv: Record<string, unknown> = {};
     if (spec.prefix) argv.prefix = spec.prefix;
     if (spec.suffix) argv.suffix = spec.suffix;
+    if (spec.noSession) argv.no_session = spec.noSession;
     parts.push("", ...table("argv", argv));
   }
   if (spec.forbid) parts.push("", ...table("forbid", { env: spec.forbid }));

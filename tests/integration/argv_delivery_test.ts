@@ -148,7 +148,7 @@ Deno.test("codex-overrides: -c <value> per service, tokens behind the shim, none
   assert.equal(result.stderr, "");
 });
 
-Deno.test("codex-overrides: a remote service with a token inline: exit 78, one line, nothing started", async () => {
+Deno.test("codex-overrides, --strict: a remote service with a token inline: exit 78, one line, nothing started", async () => {
   await using home = await createTestHome();
   addCodexLikeAgent(home);
   home.writeService(
@@ -161,7 +161,7 @@ Deno.test("codex-overrides: a remote service with a token inline: exit 78, one l
     }),
   );
   using agent = new AgentRun(home.scratch);
-  const result = await runSherlock([AGENT], {
+  const result = await runSherlock(["--strict", AGENT], {
     env: { ...home.env, ...agent.env },
   });
   assert.equal(result.code, 78);
@@ -176,7 +176,7 @@ Deno.test("codex-overrides: a remote service with a token inline: exit 78, one l
   assert.deepEqual(home.runtimeFiles(), [], "no broker was started");
 });
 
-Deno.test("codex-overrides: an SSE server: exit 78, one line, nothing started", async () => {
+Deno.test("codex-overrides, --strict: an SSE server: exit 78, one line, nothing started", async () => {
   await using home = await createTestHome();
   addCodexLikeAgent(home);
   home.writeService(
@@ -187,7 +187,7 @@ Deno.test("codex-overrides: an SSE server: exit 78, one line, nothing started", 
     }),
   );
   using agent = new AgentRun(home.scratch);
-  const result = await runSherlock([AGENT], {
+  const result = await runSherlock(["--strict", AGENT], {
     env: { ...home.env, ...agent.env },
   });
   assert.equal(result.code, 78);
@@ -226,4 +226,30 @@ Deno.test("codex-overrides: --dry-run prints the flag values, no token fetched",
   assert.ok((entry.args as string[]).includes("shim"));
   assert.equal(value.includes("<redacted>"), false);
   assert.deepEqual(home.runtimeFiles(), []);
+});
+
+Deno.test("codex-overrides: an SSE server is left out with one line; the session starts with the others", async () => {
+  await using home = await createTestHome();
+  addCodexLikeAgent(home);
+  home.writeService(
+    "events",
+    remoteServiceToml("events", {
+      url: "http://127.0.0.1:9/sse",
+      transport: "sse",
+    }),
+  );
+  home.writeService("files", stdioServiceToml("files", { command: "files" }));
+  using agent = new AgentRun(home.scratch);
+  const result = await runSherlock([AGENT], {
+    env: { ...home.env, ...agent.env },
+  });
+  assert.equal(result.code, 0, result.stderr);
+  assert.deepEqual(lines(result.stderr), [
+    `sherlock: service events is an SSE server, and Codex speaks only streamable HTTP ` +
+    `(transport = "http"); agent ${AGENT} cannot use it; starting the session without service events`,
+  ]);
+  const args = agent.record().args;
+  assert.equal(args.some((arg) => arg.includes("events")), false);
+  assert.equal(args.some((arg) => arg.startsWith("mcp_servers.files=")), true);
+  assert.deepEqual(home.runtimeFiles(), [], "no broker was started");
 });

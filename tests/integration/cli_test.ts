@@ -66,7 +66,7 @@ Deno.test("help <command> and <command> --help", async () => {
   assert.equal(viaHelp.stdout, direct.stdout);
   assert.ok(
     viaHelp.stdout.startsWith(
-      "Usage: sherlock run [--dry-run] <agent> [args…]\n",
+      "Usage: sherlock run [--dry-run] [--strict] [-v] <agent> [args…]\n",
     ),
   );
   const agents = await runSherlock(["help", "agents"], { env: home.env });
@@ -276,7 +276,7 @@ Deno.test("run --dry-run: argv shell-quoted, env changes, rendered config; nothi
   );
   home.writeService(
     "files",
-    stdioServiceToml("files", { command: "/opt/files" }),
+    stdioServiceToml("files", { command: "files-server" }),
   );
   using agent = new AgentRun(home.scratch);
   for (const args of [["run", "--dry-run"], ["--dry-run"]]) {
@@ -303,7 +303,7 @@ Deno.test("run --dry-run: argv shell-quoted, env changes, rendered config; nothi
     ]);
     assert.deepEqual(JSON.parse(out.slice(9).join("\n")), {
       mcpServers: {
-        files: { type: "stdio", command: "/opt/files", args: [], env: {} },
+        files: { type: "stdio", command: "files-server", args: [], env: {} },
         github: {
           type: "stdio",
           command: "github-mcp-server",

@@ -211,7 +211,7 @@ Deno.test("mcp-json: the agent reads every valid service, stdio and remote", asy
   home.writeService(
     "files",
     stdioServiceToml("files", {
-      command: "/opt/mcp/files",
+      command: "mcp-files",
       args: ["--root", "/srv/data"],
       env: { LOG_LEVEL: "debug" },
     }),
@@ -243,7 +243,7 @@ Deno.test("mcp-json: the agent reads every valid service, stdio and remote", asy
       events: { type: "sse", url: "http://127.0.0.1:9/sse", headers: {} },
       files: {
         type: "stdio",
-        command: "/opt/mcp/files",
+        command: "mcp-files",
         args: ["--root", "/srv/data"],
         env: { LOG_LEVEL: "debug" },
       },
@@ -348,7 +348,8 @@ Deno.test("sherlock claude --help reaches claude, not sherlock's help", async ()
   const { result, record } = await launch(home, ["claude", "--help"]);
   assert.equal(result.code, 0);
   assert.equal(result.stdout, "");
-  assert.deepEqual(record.args.slice(1), ["--help"]);
+  // --help is in the built-in's [argv] no_session: no --mcp-config.
+  assert.deepEqual(record.args, ["--help"]);
 });
 
 Deno.test("sherlock's own options go before the agent's name; -- ends them", async () => {
@@ -416,7 +417,8 @@ Deno.test("config-file: a service's secret goes through the shim, never into the
     [],
   );
 
-  // A remote service with its token asked inline: refused, exit 78.
+  // A remote service with its token asked inline: left out with one line;
+  // with --strict, refused, exit 78.
   home.writeService(
     "docs",
     tokenServiceToml({
@@ -426,12 +428,25 @@ Deno.test("config-file: a service's secret goes through the shim, never into the
       delivery: "inline",
     }),
   );
-  using refused = new AgentRun(home.scratch);
-  const second = await home.sherlock(["fake"], { env: refused.env });
-  assert.equal(second.code, 78);
+  const reason =
+    `service docs is a remote server with a token, and agent fake would write it into ${path}, on disk outside sherlock's private runtime folder; remove its [token] delivery = "inline" (the bridge carries it), or use another agent`;
+  using without = new AgentRun(home.scratch, { config: `path:${path}` });
+  const second = await home.sherlock(["fake"], { env: without.env });
+  assert.equal(second.code, 0, second.stderr);
   assert.deepEqual(lines(second.stderr), [
-    `sherlock: service docs is a remote server with a token, and agent fake would write it into ${path}, on disk outside sherlock's private runtime folder; remove its [token] delivery = "inline" (the bridge carries it), or use another agent`,
+    `sherlock: ${reason}; starting the session without service docs`,
   ]);
+  assert.deepEqual(
+    Object.keys(JSON.parse(without.record().config!.text!).mcpServers),
+    ["api"],
+  );
+  assert.equal(exists(path), false);
+  using refused = new AgentRun(home.scratch);
+  const strict = await home.sherlock(["--strict", "fake"], {
+    env: refused.env,
+  });
+  assert.equal(strict.code, 78);
+  assert.deepEqual(lines(strict.stderr), [`sherlock: ${reason}`]);
   assert.equal(refused.hasStarted, false);
   assert.equal(exists(path), false);
 });

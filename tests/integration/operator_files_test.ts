@@ -45,7 +45,10 @@ function mkfifo(path: string): void {
 async function homeWithGoodService(): Promise<TestHome> {
   const home = await createTestHome();
   addFakeAgent(home, { name: "fake" });
-  home.writeService("good", stdioServiceToml("good", { command: "/opt/good" }));
+  home.writeService(
+    "good",
+    stdioServiceToml("good", { command: "good-server" }),
+  );
   return home;
 }
 
@@ -62,7 +65,7 @@ Deno.test("a FIFO in services.d, agents.d or at config.toml: refused at once, na
   assert.deepEqual(lines(dryRun.stderr), [
     `sherlock: skipping service: ${service}: ${fifo}`,
   ]);
-  assert.match(dryRun.stdout, /\/opt\/good/);
+  assert.match(dryRun.stdout, /good-server/);
 
   const listed = await sherlock(home, ["agents"]);
   assert.equal(listed.code, 78);

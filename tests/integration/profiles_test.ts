@@ -110,6 +110,7 @@ format = "mcp-json"
 [argv]
 prefix = []
 suffix = []
+no_session = []
 
 [forbid]
 env = []
@@ -281,7 +282,10 @@ Deno.test("a profile that validated once is checked again when it changes", asyn
 Deno.test("malformed service: warned on stderr, skipped; the session runs with the others", async () => {
   await using home = await createTestHome();
   addFakeAgent(home, { name: "fake" });
-  home.writeService("good", stdioServiceToml("good", { command: "/opt/good" }));
+  home.writeService(
+    "good",
+    stdioServiceToml("good", { command: "good-server" }),
+  );
   const bad = home.writeService(
     "broken",
     `[service]\nname = "broken"\n[server]\ncommand = "/opt/broken"\ncolour = "red"\n`,
@@ -304,7 +308,7 @@ Deno.test("malformed service: warned on stderr, skipped; the session runs with t
   ]);
   assert.deepEqual(JSON.parse(agent.record().config!.text!), {
     mcpServers: {
-      good: { type: "stdio", command: "/opt/good", args: [], env: {} },
+      good: { type: "stdio", command: "good-server", args: [], env: {} },
     },
   });
 });
@@ -346,7 +350,10 @@ Deno.test("a dangling symlink in agents.d or services.d is reported and skipped"
   Deno.mkdirSync(home.servicesDir, { recursive: true });
   const service = join(home.servicesDir, "gone.toml");
   Deno.symlinkSync(join(home.root, "nowhere.toml"), service);
-  home.writeService("good", stdioServiceToml("good", { command: "/opt/good" }));
+  home.writeService(
+    "good",
+    stdioServiceToml("good", { command: "good-server" }),
+  );
 
   const listed = await runSherlock(["agents"], { env: home.env });
   assert.equal(listed.code, 78);

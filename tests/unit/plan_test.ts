@@ -8,9 +8,11 @@ import {
   buildArgs,
   buildEnv,
   configFilePath,
+  noSessionArgument,
   planSession,
   type PlanSessionOptions,
   renderSessionConfig,
+  sessionSummary,
 } from "../../lib/launch/plan.ts";
 import { DEFAULT_SETTINGS } from "../../lib/config/settings.ts";
 import { REDACTED } from "../../lib/render/servers.ts";
@@ -94,7 +96,7 @@ Deno.test("buildArgs and buildEnv: a $ in the path is not a replacement pattern"
 
 Deno.test("buildArgs: order is prefix, flag value, user args, suffix", () => {
   const profile = loaded({ flag: "--mcp" }, {
-    argv: { prefix: ["p1", "p2"], suffix: ["s1", "s2"] },
+    argv: { prefix: ["p1", "p2"], suffix: ["s1", "s2"], no_session: [] },
   });
   assert.deepEqual(
     buildArgs({
@@ -116,7 +118,7 @@ Deno.test("buildArgs: order is prefix, flag value, user args, suffix", () => {
 });
 
 Deno.test("buildArgs: env-var and config-file modes add no flag", () => {
-  const argv = { prefix: ["pre"], suffix: ["post"] };
+  const argv = { prefix: ["pre"], suffix: ["post"], no_session: [] };
   for (
     const mcp of [
       { mode: "env-var", var: "MCP" },
@@ -170,11 +172,15 @@ Deno.test("buildArgs: user arguments pass through verbatim, whatever they look l
 
 Deno.test("buildArgs: does not mutate the profile's prefix or suffix", () => {
   const profile = loaded({ flag: "--m" }, {
-    argv: { prefix: ["a"], suffix: ["z"] },
+    argv: { prefix: ["a"], suffix: ["z"], no_session: [] },
   });
   buildArgs({ loaded: profile, config: { path: PATH }, userArgs: ["u"] });
   buildArgs({ loaded: profile, config: { path: PATH }, userArgs: ["v"] });
-  assert.deepEqual(profile.profile.argv, { prefix: ["a"], suffix: ["z"] });
+  assert.deepEqual(profile.profile.argv, {
+    prefix: ["a"],
+    suffix: ["z"],
+    no_session: [],
+  });
 });
 
 const context = (env: Record<string, string | undefined>) => ({
@@ -427,6 +433,7 @@ function sessionOptions(
     runtimeDir: "/run/user/1000/sherlock",
     socket: "/run/user/1000/sherlock/broker.sock",
     selfCommand: ["/opt/sherlock"],
+    strict: false,
     ...more,
   };
 }
@@ -518,16 +525,119 @@ Deno.test("planSession: an argv format puts the servers in the flag values, neve
   assert.deepEqual(fetched, plan.document);
 });
 
-Deno.test("planSession: a service the agent cannot use is a config error before anything else", () => {
+Deno.test("planSession: a service the agent cannot use is left out with its reason; the others stay", () => {
+  const profile = loaded({ flag: "-c", format: "codex-overrides" });
+  const plan = planSession(sessionOptions(profile));
+  assert.deepEqual(plan.leftOut, [{
+    service: "docs",
+    reason:
+      "service docs is a remote server with a token, and agent fake would put it in argv, " +
+      "which every local user can read; " +
+      'remove its [token] delivery = "inline" (the bridge carries it), or use another agent',
+    exitCode: 78,
+  }]);
+  assert.deepEqual(plan.services.map((service) => service.service.name), [
+    "github",
+    "plain",
+  ]);
+  assert.deepEqual([...plan.delivery.keys()], ["github", "plain"]);
+  assert.equal(plan.document.kind, "argv");
+  if (plan.document.kind !== "argv") return;
+  assert.equal(plan.document.values.length, 2);
+  assert.equal(
+    plan.document.values.some((value) => value.includes("docs")),
+    false,
+  );
+});
+
+Deno.test("planSession: strict, a service the agent cannot use is a config error before anything else", () => {
   const profile = loaded({ flag: "-c", format: "codex-overrides" });
   assert.throws(
-    () => planSession(sessionOptions(profile)),
+    () => planSession(sessionOptions(profile, { strict: true })),
     (error: unknown) =>
       error instanceof ConfigError &&
       error.message ===
         "service docs is a remote server with a token, and agent fake would put it in argv, " +
           "which every local user can read; " +
           'remove its [token] delivery = "inline" (the bridge carries it), or use another agent',
+  );
+});
+
+Deno.test("planSession: a first argument in [argv] no_session: no services, no config, [env] and [forbid] kept", () => {
+  for (
+    const profile of [
+      loaded({ flag: "--mcp-config" }),
+      loaded({ mode: "env-var", var: "MCP_CONFIG", flag: undefined }),
+      loaded({ flag: "-c", format: "codex-overrides" }),
+      loaded({
+        mode: "config-file",
+        path: "/home/me/.agent/settings.json",
+        merge: true,
+        flag: undefined,
+      }),
+    ]
+  ) {
+    profile.profile.argv = {
+      prefix: ["--pre"],
+      suffix: [],
+      no_session: ["--help", "-v"],
+    };
+    profile.profile.env = { AGENT_MODE: "x" };
+    profile.profile.forbid = { env: ["SECRET_KEY"] };
+    const plan = planSession(sessionOptions(profile, {
+      userArgs: ["--help", "more"],
+      context: context({ PATH: "/usr/bin", SECRET_KEY: "k" }),
+    }));
+    const mode = profile.profile.mcp.mode;
+    assert.deepEqual(plan.config, { kind: "none", argument: "--help" }, mode);
+    assert.deepEqual(plan.args, ["--pre", "--help", "more"], mode);
+    assert.deepEqual(plan.envSet, { AGENT_MODE: "x" }, mode);
+    assert.deepEqual(plan.envRemoved, ["SECRET_KEY"], mode);
+    assert.deepEqual(plan.services, [], mode);
+    assert.deepEqual(plan.leftOut, [], mode);
+    assert.equal(plan.delivery.size, 0, mode);
+  }
+  // Only the first argument counts: `-p --help` is a session.
+  const profile = loaded({ flag: "--mcp-config" });
+  profile.profile.argv = { prefix: [], suffix: [], no_session: ["--help"] };
+  const session = planSession(sessionOptions(profile, {
+    userArgs: ["-p", "--help"],
+  }));
+  assert.deepEqual(session.config, { kind: "file", path: PATH });
+  assert.deepEqual(session.args, ["--mcp-config", PATH, "-p", "--help"]);
+  assert.equal(
+    noSessionArgument(profile, []),
+    undefined,
+    "no argument: a session",
+  );
+});
+
+Deno.test("sessionSummary: the agent, each service with its token's way, and those left out", () => {
+  const plan = planSession(sessionOptions(loaded({ flag: "--mcp-config" })));
+  assert.equal(
+    sessionSummary(plan, { delivery: plan.delivery, leftOut: ["broken"] }),
+    "agent fake: services github (token inline), docs (token inline), plain (no token); left out: broken",
+  );
+  const codex = planSession(sessionOptions(
+    loaded({ flag: "-c", format: "codex-overrides" }),
+  ));
+  assert.equal(
+    sessionSummary(codex, { delivery: codex.delivery, leftOut: ["docs"] }),
+    "agent fake: services github (token through the shim), plain (no token); left out: docs",
+  );
+  assert.equal(
+    sessionSummary(plan, { delivery: new Map(), leftOut: [] }),
+    "agent fake: no services",
+  );
+  assert.equal(
+    sessionSummary(
+      { agent: "fake", config: { kind: "none", argument: "-h" } },
+      {
+        delivery: new Map(),
+        leftOut: [],
+      },
+    ),
+    "agent fake: no session for -h (no MCP config, no broker)",
   );
 });
 

@@ -49,7 +49,7 @@ Deno.test("buildArgs: no servers, no flag at all", () => {
   assert.deepEqual(
     buildArgs({
       loaded: loadedProfile(CODEX_LIKE, {
-        argv: { prefix: ["exec"], suffix: ["--end"] },
+        argv: { prefix: ["exec"], suffix: ["--end"], no_session: [] },
       }),
       config: { values: [] },
       userArgs: ["hi"],
@@ -63,7 +63,7 @@ Deno.test("buildArgs: argv values go between the prefix and the user's args, ver
   assert.deepEqual(
     buildArgs({
       loaded: loadedProfile(CODEX_LIKE, {
-        argv: { prefix: ["--pre"], suffix: ["--post"] },
+        argv: { prefix: ["--pre"], suffix: ["--post"], no_session: [] },
       }),
       config: { values: [awkward] },
       userArgs: ["-c", "model=o3", "--"],

@@ -87,7 +87,7 @@ Deno.test("schema: the seed's minimal profile gets every default", () => {
       format: "mcp-json",
     },
     env: {},
-    argv: { prefix: [], suffix: [] },
+    argv: { prefix: [], suffix: [], no_session: [] },
     forbid: { env: [] },
   });
 });

@@ -1,0 +1,96 @@
+/**
+ * Whether the commands a session's servers need can start: each stdio
+ * service's `command` (not on the agent's `PATH`, not executable, or a
+ * whole command line in one string — `"npx -y pkg"` with no `args`, the
+ * likely mistake), and the credential helper of a service whose shim or
+ * bridge fetches its token only when the agent starts it. The agent would
+ * only say "failed" deep in its own output, or nothing, so the session says
+ * it in one line per service before the agent starts — and starts anyway:
+ * the agent (or the broker) may find it where sherlock does not.
+ *
+ * Pure: the lookup is passed in (`spawn.ts` `findExecutable`), so the rules
+ * test without files.
+ *
+ * @module
+ */
+
+import type { DeliveryPlan } from "../render/delivery.ts";
+import type { Service } from "../services/loader.ts";
+import type { ExecutableLookup } from "./spawn.ts";
+
+/**
+ * One line per service whose credential helper is not found, among those
+ * whose token a shim or a bridge will fetch (an inline token's failure is
+ * known from the fetch itself). `lookup` finds a command as the broker
+ * would (your `PATH`); a relative path is the broker's (your home) to
+ * resolve, so it is not looked up.
+ */
+export function helperCommandProblems(
+  services: readonly Service[],
+  options: {
+    delivery: DeliveryPlan;
+    lookup: (command: string) => ExecutableLookup;
+  },
+): string[] {
+  const problems: string[] = [];
+  for (const service of services) {
+    const name = service.service.name;
+    const kind = options.delivery.get(name)?.kind;
+    const program = service.token.command?.[0];
+    if (
+      (kind !== "shim" && kind !== "bridge") || program === undefined ||
+      (program.includes("/") && !program.startsWith("/"))
+    ) continue;
+    const found = options.lookup(program);
+    if (found.found) continue;
+    problems.push(
+      `service ${name}: its credential helper ${
+        found.reason === "not-executable"
+          ? `${found.path} is not executable`
+          : program.includes("/")
+          ? `${program} does not exist`
+          : `${program} is not on PATH`
+      }, so its ${kind} will get no token; install it or fix [token] command in services.d/${name}.toml`,
+    );
+  }
+  return problems;
+}
+
+/**
+ * One line per stdio service whose command cannot start as written, in the
+ * services' order; `lookup` finds a command as the agent would.
+ */
+export function serverCommandProblems(
+  services: readonly Service[],
+  lookup: (command: string) => ExecutableLookup,
+): string[] {
+  const problems: string[] = [];
+  for (const service of services) {
+    const { server } = service;
+    if (!("command" in server)) continue;
+    const name = service.service.name;
+    const file = `services.d/${name}.toml`;
+    const words = server.command.trim().split(/\s+/);
+    if (words.length > 1 && server.args.length === 0) {
+      const [program, ...args] = words;
+      problems.push(
+        `service ${name}: command ${
+          JSON.stringify(server.command)
+        } is a whole command line and args is empty; in ${file} write command = ${
+          JSON.stringify(program)
+        } and args = ${JSON.stringify(args).replaceAll('","', '", "')}`,
+      );
+      continue;
+    }
+    const found = lookup(server.command);
+    if (found.found) continue;
+    problems.push(
+      found.reason === "not-executable"
+        ? `service ${name}: its command ${found.path} is not executable; chmod +x it or fix command in ${file}`
+        : server.command.includes("/")
+        ? `service ${name}: its command ${server.command} does not exist; install the server or fix command in ${file}`
+        : `service ${name}: its command ${server.command} is not on PATH; install the server or give its full path in ${file}`,
+    );
+  }
+  return problems;
+}

@@ -80,14 +80,14 @@ export async function importCommand(args: readonly string[]): Promise<number> {
       shown,
     });
   }
-  for (const skipped of plan.skipped) {
-    printLine(
-      `skipped ${
-        shown(skipped.server.path)
-      } ${skipped.server.keyPath}: ${skipped.reason}`,
-    );
+  const skippedEntries = [
+    ...skipped,
+    ...plan.skipped.map((entry) => ({ ...entry.server, reason: entry.reason })),
+  ];
+  for (const entry of skippedEntries) {
+    printLine(`skipped ${shown(entry.path)} ${entry.keyPath}: ${entry.reason}`);
   }
-  if (plan.services.length === 0 && plan.skipped.length === 0) {
+  if (plan.services.length === 0 && skippedEntries.length === 0) {
     printLine("no MCP servers found in the agents' files");
   }
   printPlaintext(plan, shown);

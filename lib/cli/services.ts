@@ -242,6 +242,8 @@ async function testService(request: TestArgs): Promise<number> {
     runtimeDir: paths.runtimeDir,
     socket: paths.socket,
     selfCommand: selfCommand(),
+    // One service under test: its failure is the answer, not a warning.
+    strict: true,
   });
   const name = request.name;
   const delivery = plan.delivery.get(name);
@@ -262,8 +264,13 @@ async function testService(request: TestArgs): Promise<number> {
       agent: request.agent,
     });
     const fetched = broker === undefined
-      ? { tokens: new Map<string, string>(), deferred: [] }
+      ? { tokens: new Map<string, string>(), deferred: [], failed: new Map() }
       : await broker.fetchTokens();
+    // What a session would start without (a missing secret, helper or
+    // grant) fails the test with the line that says what to do.
+    const failure = fetched.failed.get(name) ??
+      (await broker?.unreadyServices(plan.services))?.get(name);
+    if (failure !== undefined) throw failure;
     if (broker !== undefined) {
       printLine(
         `  broker      ${msOf(started)}  session registered, token ${

@@ -210,6 +210,7 @@ Deno.test("import --from: a file in a format sherlock renders; a missing one is 
       $schema: "https://opencode.ai/config.json",
       mcp: {
         fs: { type: "local", command: ["mcp-fs", "/src"], enabled: true },
+        old: { type: "local", command: ["mcp-old"], enabled: false },
       },
     }),
   );
@@ -218,6 +219,10 @@ Deno.test("import --from: a file in a format sherlock renders; a missing one is 
   assert.equal(result.code, 78, result.stderr);
   assert.match(result.stderr, /\.claude\.json: not valid JSON .*; skipped\n$/);
   assert.deepEqual(listNames(home.servicesDir), ["fs.toml"]);
+  assert.match(
+    result.stdout,
+    /skipped \S*opencode\.json mcp\.old: is disabled\n/,
+  );
   assert.match(
     servicesDir(home)["fs.toml"],
     /command = "mcp-fs"\nargs = \[ "\/src" \]/,

@@ -77,6 +77,8 @@ export const KEY_COMMENTS: Readonly<Record<string, string>> = {
     '[env]: added to the agent\'s environment; ${VAR} expands from yours,\ne.g. SOME_SETTING = "${XDG_CONFIG_HOME}/x".',
   argv: "[argv]: <executable> <prefix…> [flag value] <your args…> <suffix…>.",
   "argv.prefix": "Words before the MCP flag and your arguments.",
+  "argv.no_session":
+    "When your first argument is one of these (help, version), the agent starts with no broker and no MCP servers.",
   "argv.suffix": "Words after your arguments.",
   forbid:
     "[forbid]: removed from the agent's environment, even when [env] sets\nthem.",

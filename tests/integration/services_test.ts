@@ -315,6 +315,8 @@ Deno.test("services: one row per service with its kind, source, delivery, PATH a
     "stored",
     tokenServiceToml({ name: "stored", source: "secret", env: "T" }),
   );
+  // writeService installs a stand-in server; this one is not installed.
+  Deno.removeSync(join(home.bin, "mcp-server-stored"));
   home.writeService(
     "unset",
     tokenServiceToml({
@@ -373,6 +375,8 @@ Deno.test("services test: a command that is not installed is exit 69 with what t
     "absent",
     '[service]\nname = "absent"\n\n[server]\ncommand = "no-such-mcp-server"\n',
   );
+  // writeService installs a stand-in server; this one is not installed.
+  Deno.removeSync(join(home.bin, "no-such-mcp-server"));
   const result = await home.sherlock(["services", "test", "absent"]);
   assert.equal(result.code, 69, result.stderr);
   assert.match(

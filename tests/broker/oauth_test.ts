@@ -933,9 +933,13 @@ Deno.test("a GitHub-like server: a token without expiry or refresh token is kept
   );
 
   // The daemon restarts: the token comes from the store, no server asked.
+  const oldDaemons = home.daemonPids();
   const stop = await home.sherlock(["broker", "stop"]);
   assert.equal(stop.code, 0, stop.stderr);
   await home.login();
+  const newDaemons = home.daemonPids();
+  assert.ok(newDaemons.length > 0, "a new daemon runs");
+  assert.ok(newDaemons.every((pid) => !oldDaemons.includes(pid)));
   const sessionId = "91f7a0c2d4e6";
   const capability = await session(home, sessionId);
   const { token } = await fetchToken(home.socket, {

@@ -25,6 +25,7 @@ export interface AuditEntry {
     | "oauth_authorized"
     | "oauth_revoked"
     | "oauth_scope_challenge"
+    | "oauth_scope_failed"
     | "shutdown";
   /**
    * The agent of the session, for token and session events: the one the

@@ -284,7 +284,11 @@ export interface OAuthServiceStatus {
   issuer: string | null;
   /** The scopes granted. */
   scopes: string[];
-  /** When the access token in the daemon's memory expires (RFC 3339). */
+  /**
+   * When the access token in the daemon's memory expires (RFC 3339), or
+   * `"never"` for one that states no expiry and came without a refresh
+   * token (kept in the store; served until a server refuses it).
+   */
   accessTokenExpiresAt: string | null;
   /** Whether a refresh token is held. */
   refreshToken: boolean;

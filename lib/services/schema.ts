@@ -109,6 +109,16 @@ const tokenSchema = z.strictObject({
     (value) => !hasControlCharacters(value),
     "must not contain control characters",
   ).optional(),
+  client_secret: z.string().regex(
+    NAME_PATTERN,
+    'must be the name of a secret in sherlock\'s store ("sherlock secret set NAME"), not the secret itself',
+  ).max(MAX_NAME_LENGTH, `must be at most ${MAX_NAME_LENGTH} characters`)
+    .refine(
+      // A pasted secret (GitHub's are 40 hex digits) would pass as a name
+      // and then be printed in "run sherlock secret set …".
+      (value) => !/^[0-9a-f]{32,}$/.test(value),
+      'looks like a secret itself; store it with "sherlock secret set NAME" and give NAME here',
+    ).optional(),
   client_metadata_url: z.url({
     protocol: /^https$/,
     error: "must be an https:// URL (a Client ID Metadata Document)",
@@ -122,6 +132,7 @@ const tokenSchema = z.strictObject({
 /** The `[token]` keys only `source = "oauth"` takes. */
 const OAUTH_KEYS = [
   "client_id",
+  "client_secret",
   "client_metadata_url",
   "scopes",
   "send_resource",
@@ -155,6 +166,12 @@ export const serviceSchema = z.strictObject({
         issue(key, `only applies to source = "oauth"; remove it`);
       }
     }
+  }
+  if (token.client_secret !== undefined && token.client_id === undefined) {
+    issue(
+      "client_secret",
+      "needs client_id: a client secret belongs to a client registered at the server",
+    );
   }
   if (token.source === "oauth" && stdio) {
     context.addIssue({
@@ -250,8 +267,13 @@ export interface TokenSpec {
    * `shim`). A remote server's: `bridge` (the default) or `inline`.
    */
   delivery?: "inline" | "shim" | "bridge";
-  /** `oauth`: a pre-registered public client's id. */
+  /** `oauth`: a pre-registered client's id. */
   client_id?: string;
+  /**
+   * `oauth`: the name of the store's secret (`sherlock secret set NAME`)
+   * that is the pre-registered client's secret.
+   */
+  client_secret?: string;
   /** `oauth`: the https URL of a Client ID Metadata Document. */
   client_metadata_url?: string;
   /** `oauth`: the scopes to ask for when the server names none. */

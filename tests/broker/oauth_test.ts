@@ -4,7 +4,9 @@
  * authorize headlessly, serve tokens to a session across expiries, one
  * refresh for a burst, a dead grant, a step-up after a 403
  * `insufficient_scope` seen by a real bridge, an interrupted or replaced
- * `sherlock auth`, and the spec's rules.
+ * `sherlock auth`, the spec's rules, a confidential client (its secret in
+ * the store) and a server that answers as GitHub's OAuth Apps do (the
+ * fixture's `githubTokenAnswers`: verified against that imitation only).
  */
 
 import assert from "node:assert/strict";
@@ -48,6 +50,7 @@ async function setup(
   options: AuthServerOptions = {},
   token: Record<string, unknown> = {},
   remoteOptions: RemoteMcpServerOptions = {},
+  scopesSupported: string[] = ["mcp:tools"],
 ): Promise<Setup> {
   const as = await startAuthServer({ accessTokenTtlSeconds: 2, ...options });
   const late: { remote?: RemoteMcpServer } = {};
@@ -59,7 +62,7 @@ async function setup(
       Response.json({
         resource: late.remote?.url,
         authorization_servers: [as.issuer],
-        scopes_supported: ["mcp:tools"],
+        scopes_supported: scopesSupported,
       }),
   );
   const remote = await startRemoteMcpServer({
@@ -98,15 +101,49 @@ async function authorize(home: BrokerHome) {
   return await home.sherlock(["auth", "remote"], { env: browserEnv() });
 }
 
-async function session(home: BrokerHome): Promise<string> {
+/** Registers a session of "remote" (`id`, else a random one); its capability. */
+async function session(
+  home: BrokerHome,
+  id = crypto.randomUUID().replaceAll("-", "").slice(0, 12),
+): Promise<string> {
   const { capability } = await registerSession({
     socket: home.socket,
-    session: crypto.randomUUID().replaceAll("-", "").slice(0, 12),
+    session: id,
     agent: AGENT,
     services: ["remote"],
     pid: Deno.pid,
   });
   return capability;
+}
+
+/**
+ * A real `sherlock bridge` for the service "remote" of `session`, past
+ * its `initialize` (which needs a token the server takes).
+ */
+async function startBridge(
+  home: BrokerHome,
+  options: { session: string; capability: string; url: string },
+) {
+  const bridge = startRawBridge({
+    args: [
+      "bridge",
+      "--socket",
+      home.socket,
+      "--session",
+      options.session,
+      "--agent",
+      AGENT,
+      "--url",
+      options.url,
+      "remote",
+    ],
+    env: { ...home.env, [CAPABILITY_ENV]: options.capability },
+    cwd: home.work,
+  });
+  await bridge.send(INITIALIZE);
+  assert.ok((await bridge.receive()).result);
+  await bridge.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+  return bridge;
 }
 
 async function callRemote(url: string, token: string): Promise<number> {
@@ -491,25 +528,11 @@ Deno.test("step-up: a 403 insufficient_scope through the bridge; the next sherlo
     services: ["remote"],
     pid: Deno.pid,
   });
-  const bridge = startRawBridge({
-    args: [
-      "bridge",
-      "--socket",
-      home.socket,
-      "--session",
-      sessionId,
-      "--agent",
-      AGENT,
-      "--url",
-      remote.url,
-      "remote",
-    ],
-    env: { ...home.env, [CAPABILITY_ENV]: capability },
-    cwd: home.work,
+  const bridge = await startBridge(home, {
+    session: sessionId,
+    capability,
+    url: remote.url,
   });
-  await bridge.send(INITIALIZE);
-  assert.ok((await bridge.receive()).result);
-  await bridge.send({ jsonrpc: "2.0", method: "notifications/initialized" });
   const echo = (id: number) =>
     bridge.send({
       jsonrpc: "2.0",
@@ -601,6 +624,21 @@ Deno.test("scope route: only a registered session, only its services, only scope
         scope: "mcp:admin",
       }),
     /not one of session/,
+  );
+  // Both refusals are audited, as a refused token request is.
+  assert.deepEqual(
+    auditEntries(home).filter((entry) => entry.event === "oauth_scope_failed")
+      .map(({ service, reason, session }) => ({ service, reason, session })),
+    [
+      { service: "remote", reason: "unknown_session", session: undefined },
+      {
+        service: "other",
+        reason: "service_not_in_session",
+        session: auditEntries(home).find((entry) =>
+          entry.event === "session_start"
+        )?.session,
+      },
+    ],
   );
   await assert.rejects(
     () =>
@@ -720,4 +758,241 @@ Deno.test("a new sherlock auth replaces one under way: the old one ends with a c
     /a newer "sherlock auth remote" replaced this one/,
   );
   assert.ok(!(await accepts(port)), "the old listener is closed");
+});
+
+/** The store name of the confidential client's secret, and its value. */
+const SECRET_NAME = "remote-client-secret";
+const CLIENT_SECRET = "fixture-client-secret-4b1d9e";
+
+/** A pre-registered confidential client at the fixture. */
+function confidentialClient(method: string) {
+  return {
+    client_id: "sherlock-confidential",
+    client_secret: CLIENT_SECRET,
+    redirect_uris: ["http://127.0.0.1/callback"],
+    application_type: "native",
+    token_endpoint_auth_method: method,
+    grant_types: ["authorization_code", "refresh_token"],
+  };
+}
+
+/** How the client authenticated on each token-endpoint request so far. */
+function clientAuthSeen(as: AuthServer): string[] {
+  return as.requests.filter((request) =>
+    request.endpoint === "token" || request.endpoint === "revocation"
+  ).map((request) =>
+    `${request.grantType ?? request.endpoint}:${request.clientAuth}`
+  );
+}
+
+Deno.test("a confidential client: the secret from the store, by the method the metadata names, in every token request", async (t) => {
+  for (
+    const [method, offered, seen] of [
+      ["client_secret_basic", undefined, "basic"],
+      ["client_secret_post", ["none", "client_secret_post"], "post"],
+    ] as const
+  ) {
+    await t.step(method, async () => {
+      await using s = await setup({
+        clients: [confidentialClient(method)],
+        clientAuthMethods: offered ? [...offered] : undefined,
+      }, { client_id: "sherlock-confidential", client_secret: SECRET_NAME });
+      const { as, remote, home } = s;
+
+      // No secret stored: one line naming the command, before any browser.
+      const missing = await authorize(home);
+      assert.equal(missing.code, 77, missing.stderr);
+      assert.equal(
+        missing.stderr.trim(),
+        `sherlock: service remote's client secret is not stored; run "sherlock secret set ${SECRET_NAME}"`,
+      );
+      assert.equal(as.counts.authorization, 0, "no browser was opened");
+
+      const stored = await home.sherlock(["secret", "set", SECRET_NAME], {
+        stdin: `${CLIENT_SECRET}\n`,
+      });
+      assert.equal(stored.code, 0, stored.stderr);
+      const auth = await authorize(home);
+      assert.equal(auth.code, 0, auth.stderr);
+      assert.equal(as.counts.registration, 0, "the configured client is used");
+
+      const capability = await session(home);
+      const get = () =>
+        fetchToken(home.socket, { service: "remote", capability });
+      const first = await get();
+      assert.equal(await callRemote(remote.url, first.token), 200);
+      await new Promise((resolve) => setTimeout(resolve, 2100));
+      const second = await get();
+      assert.notEqual(second.token, first.token, "refreshed");
+      assert.equal(await callRemote(remote.url, second.token), 200);
+
+      // The secret removed: the next refresh says which command to run.
+      const removed = await home.sherlock(["secret", "rm", SECRET_NAME]);
+      assert.equal(removed.code, 0, removed.stderr);
+      await new Promise((resolve) => setTimeout(resolve, 2100));
+      await assert.rejects(
+        get,
+        (error: Error & { exitCode?: number }) =>
+          error.message.includes(`run "sherlock secret set ${SECRET_NAME}"`) &&
+          error.exitCode === 77,
+      );
+      const again = await home.sherlock(["secret", "set", SECRET_NAME], {
+        stdin: `${CLIENT_SECRET}\n`,
+      });
+      assert.equal(again.code, 0, again.stderr);
+      const revoke = await home.sherlock(["auth", "revoke", "remote"]);
+      assert.equal(revoke.code, 0, revoke.stderr);
+      // oidc-provider authenticates a confidential client's revocation.
+      assert.match(revoke.stdout, /revoked remote's grant at its server/);
+      assert.deepEqual(clientAuthSeen(as), [
+        `authorization_code:${seen}`,
+        `refresh_token:${seen}`,
+        `revocation:${seen}`,
+      ]);
+
+      // The secret: in the encrypted store only.
+      const outputs = [missing, stored, auth, removed, again, revoke].map((r) =>
+        r.stdout + r.stderr
+      ).join("\n");
+      assert.ok(!outputs.includes(CLIENT_SECRET));
+      assert.deepEqual(filesContaining(home.root, [CLIENT_SECRET]), []);
+      for (const pid of home.daemonPids()) {
+        for (const file of ["cmdline", "environ"]) {
+          const text = Deno.readTextFileSync(`/proc/${pid}/${file}`);
+          assert.ok(!text.includes(CLIENT_SECRET), file);
+        }
+      }
+    });
+  }
+});
+
+Deno.test("a registration that answers a client_secret: kept with it in the store, sent as registered", async () => {
+  await using s = await setup({ registerConfidential: "client_secret_post" });
+  const { as, remote, home } = s;
+  const auth = await authorize(home);
+  assert.equal(auth.code, 0, auth.stderr);
+  assert.equal(as.counts.registration, 1);
+  const capability = await session(home);
+  await new Promise((resolve) => setTimeout(resolve, 2100));
+  const { token } = await fetchToken(home.socket, {
+    service: "remote",
+    capability,
+  });
+  assert.equal(await callRemote(remote.url, token), 200);
+  // Authorized again: the stored registration (and its secret) reused.
+  assert.equal((await authorize(home)).code, 0);
+  assert.equal(as.counts.registration, 1);
+  assert.deepEqual(clientAuthSeen(as), [
+    "authorization_code:post",
+    "refresh_token:post",
+    "authorization_code:post",
+  ]);
+});
+
+Deno.test("a GitHub-like server: a token without expiry or refresh token is kept in the store, survives a restart, is served until refused; comma scopes", async () => {
+  await using s = await setup(
+    {
+      clients: [confidentialClient("client_secret_basic")],
+      githubTokenAnswers: true,
+      accessTokenTtlSeconds: 8,
+    },
+    { client_id: "sherlock-confidential", client_secret: SECRET_NAME },
+    {},
+    ["mcp:tools", "mcp:admin"],
+  );
+  const { as, remote, home } = s;
+  // A wrong secret: GitHub answers the error with HTTP 200; one line.
+  const wrong = await home.sherlock(["secret", "set", SECRET_NAME], {
+    stdin: "not-the-secret\n",
+  });
+  assert.equal(wrong.code, 0, wrong.stderr);
+  const wrongAuth = await authorize(home);
+  assert.equal(wrongAuth.code, 69, wrongAuth.stderr);
+  assert.match(
+    wrongAuth.stderr,
+    /\nsherlock: the token endpoint at http:\/\/127\.0\.0\.1:\d+ answered HTTP 200 \(invalid_client\)\n$/,
+  );
+  const stored = await home.sherlock(["secret", "set", SECRET_NAME], {
+    stdin: `${CLIENT_SECRET}\n`,
+  });
+  assert.equal(stored.code, 0, stored.stderr);
+  const auth = await authorize(home);
+  assert.equal(auth.code, 0, auth.stderr);
+  assert.equal(as.counts.token, 2);
+
+  const json = await home.sherlock(["auth", "status", "--json"]);
+  const [entry] = JSON.parse(json.stdout).services;
+  assert.equal(entry.authorized, true);
+  assert.equal(entry.accessTokenExpiresAt, "never");
+  assert.equal(entry.refreshToken, false);
+  assert.deepEqual(entry.scopes, ["mcp:tools", "mcp:admin"]);
+  const text = await home.sherlock(["auth", "status"]);
+  assert.match(
+    text.stdout,
+    /\byes\s.*mcp:tools mcp:admin\s+-\s+never\s+no\s*$/m,
+  );
+
+  // The daemon restarts: the token comes from the store, no server asked.
+  const oldDaemons = home.daemonPids();
+  const stop = await home.sherlock(["broker", "stop"]);
+  assert.equal(stop.code, 0, stop.stderr);
+  await home.login();
+  const newDaemons = home.daemonPids();
+  assert.ok(newDaemons.length > 0, "a new daemon runs");
+  assert.ok(newDaemons.every((pid) => !oldDaemons.includes(pid)));
+  const sessionId = "91f7a0c2d4e6";
+  const capability = await session(home, sessionId);
+  const { token } = await fetchToken(home.socket, {
+    service: "remote",
+    capability,
+  });
+  assert.equal(await callRemote(remote.url, token), 200);
+  assert.equal(as.counts.token, 2, "no token request after the restart");
+
+  // A real bridge gets it; once the server refuses it (here: the JWT
+  // expired, as a revoked GitHub token would be refused), the grant needs
+  // `sherlock auth`.
+  const bridge = await startBridge(home, {
+    session: sessionId,
+    capability,
+    url: remote.url,
+  });
+  const deadline = Date.now() + 15_000;
+  while (await callRemote(remote.url, token) !== 401) {
+    assert.ok(Date.now() < deadline, "the remote server never refused it");
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  await bridge.send({
+    jsonrpc: "2.0",
+    id: 2,
+    method: "tools/call",
+    params: { name: "echo", arguments: { text: "hi" } },
+  });
+  const refused = await bridge.receive();
+  const error = refused.error as { code: number; message: string };
+  assert.equal(error?.code, AUTH_ERROR_CODE, JSON.stringify(refused));
+  assert.match(error.message, /run "sherlock auth remote"/);
+  const after = JSON.parse(
+    (await home.sherlock(["auth", "status", "--json"])).stdout,
+  ).services[0];
+  assert.equal(after.authorized, false);
+  assert.equal(after.accessTokenExpiresAt, null);
+  assert.equal(as.counts.token, 2, "nothing to refresh with");
+  const { stderr } = await bridge.end();
+
+  // The token: in the encrypted store only, never printed.
+  for (const output of [auth, json, text, stop]) {
+    assert.ok(!(output.stdout + output.stderr).includes(token));
+  }
+  assert.ok(!stderr.includes(token));
+  assert.deepEqual(filesContaining(home.root, [token, CLIENT_SECRET]), []);
+
+  // Authorized again: a new token is served.
+  assert.equal((await authorize(home)).code, 0);
+  const fresh = await fetchToken(home.socket, {
+    service: "remote",
+    capability,
+  });
+  assert.notEqual(fresh.token, token);
+  assert.equal(await callRemote(remote.url, fresh.token), 200);
 });

@@ -1,7 +1,8 @@
 /**
  * The OAuth client's pure rules (`lib/broker/daemon/oauth/rules.ts`): the
  * challenge parser, where metadata is looked for, what metadata must hold,
- * scope choice, the authorization response's checks, PKCE.
+ * scope choice, the authorization response's checks, PKCE, how a client
+ * secret is sent, a token response's scopes.
  */
 
 import assert from "node:assert/strict";
@@ -9,12 +10,15 @@ import {
   authorizationServerMetadataUrls,
   canonicalResource,
   checkAuthorizationResponse,
+  chooseClientAuthMethod,
   chooseScopes,
+  clientAuthentication,
   MAX_CHALLENGED_SCOPES,
   missingScopes,
   pkcePair,
   protectedResourceMetadataUrls,
   readChallengedScopes,
+  readGrantedScopes,
   readResourceMetadata,
   readServerMetadata,
 } from "../../lib/broker/daemon/oauth/rules.ts";
@@ -290,4 +294,58 @@ header = "Authorization"
 client_id = "x"
 `)
   );
+});
+
+Deno.test("chooseClientAuthMethod: basic when offered, else post; RFC 8414's default is basic", () => {
+  assert.equal(chooseClientAuthMethod(undefined), "client_secret_basic");
+  assert.equal(
+    chooseClientAuthMethod(["client_secret_post", "client_secret_basic"]),
+    "client_secret_basic",
+  );
+  assert.equal(
+    chooseClientAuthMethod(["none", "client_secret_post"]),
+    "client_secret_post",
+  );
+  assert.equal(chooseClientAuthMethod(["none", "private_key_jwt"]), undefined);
+  const metadata = readServerMetadata({
+    issuer: "https://as.example",
+    authorization_endpoint: "https://as.example/authorize",
+    token_endpoint: "https://as.example/token",
+    token_endpoint_auth_methods_supported: ["client_secret_post"],
+  }, "https://as.example");
+  assert.ok(typeof metadata !== "string");
+  assert.deepEqual(metadata.tokenEndpointAuthMethods, ["client_secret_post"]);
+});
+
+Deno.test("clientAuthentication: client_id alone, Basic of both form-encoded, or both in the form", () => {
+  assert.deepEqual(clientAuthentication({ clientId: "app" }), {
+    form: { client_id: "app" },
+    headers: {},
+  });
+  assert.deepEqual(
+    clientAuthentication({
+      clientId: "app",
+      clientSecret: "s3cr:t +/",
+      method: "client_secret_post",
+    }),
+    { form: { client_id: "app", client_secret: "s3cr:t +/" }, headers: {} },
+  );
+  const basic = clientAuthentication({
+    clientId: "my app",
+    clientSecret: "s3cr:t",
+    method: "client_secret_basic",
+  });
+  assert.deepEqual(basic.form, {});
+  // RFC 6749 §2.3.1: each part form-encoded, then "id:secret" in base64.
+  assert.equal(
+    atob(basic.headers.Authorization.replace(/^Basic /, "")),
+    "my+app:s3cr%3At",
+  );
+});
+
+Deno.test("readGrantedScopes: spaces (RFC 6749) and commas (GitHub) separate", () => {
+  assert.deepEqual(readGrantedScopes("repo,read:org"), ["repo", "read:org"]);
+  assert.deepEqual(readGrantedScopes("a b  c"), ["a", "b", "c"]);
+  assert.deepEqual(readGrantedScopes("a, b,a"), ["a", "b"]);
+  assert.deepEqual(readGrantedScopes(""), []);
 });

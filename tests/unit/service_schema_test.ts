@@ -131,3 +131,34 @@ Deno.test("service: a misspelt key is reported first, with the key it resembles,
   ]);
   assert.doesNotMatch(lines.join("\n"), /more problem/);
 });
+
+Deno.test("service: [token] client_secret names a stored secret, with a client_id", () => {
+  const remote = (token: string) =>
+    `${SERVICE}[server]\nurl = "https://mcp.example.com/mcp"\n[token]\nsource = "oauth"\n${token}`;
+  const ok = validate(
+    remote(`client_id = "Ov23li"\nclient_secret = "github-app-secret"\n`),
+  );
+  assert.ok(ok.ok);
+  assert.equal(ok.value.token.client_secret, "github-app-secret");
+  assert.match(
+    problem(remote(`client_id = "Ov23li"\nclient_secret = "Not A Name!"\n`)),
+    /^s\.toml:\d+: token\.client_secret: must be the name of a secret in sherlock's store \("sherlock secret set NAME"\), not the secret itself$/,
+  );
+  // A pasted GitHub secret (40 hex digits) is a valid name, yet refused.
+  const pasted = "0123456789abcdef0123456789abcdef01234567";
+  const line = problem(
+    remote(`client_id = "Ov23li"\nclient_secret = "${pasted}"\n`),
+  );
+  assert.match(line, /token\.client_secret: looks like a secret itself/);
+  assert.ok(!line.includes(pasted), "the problem does not repeat it");
+  assert.match(
+    problem(remote(`client_secret = "app-secret"\n`)),
+    /token\.client_secret: needs client_id/,
+  );
+  assert.match(
+    problem(
+      `${SERVICE}[server]\nurl = "https://x.example/mcp"\n[token]\nsource = "secret"\nheader = "Authorization"\nclient_secret = "app-secret"\n`,
+    ),
+    /token\.client_secret: only applies to source = "oauth"/,
+  );
+});

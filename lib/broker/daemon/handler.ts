@@ -356,7 +356,12 @@ async function oauthRoute(
     const capability = requireString(body, "capability");
     const scopes = readChallengedScopes(requireString(body, "scope"));
     if (typeof scopes === "string") throw badRequest(scopes);
-    const session = context.tokens.sessions.resolve(capability);
+    const session = registeredSession(
+      context,
+      capability,
+      [service],
+      "oauth_scope_failed",
+    );
     return ok<OAuthScopeRecorded>(
       await context.tokens.recordScopeChallenge({ service, session, scopes }),
     );
@@ -373,20 +378,22 @@ function notAllowed(method: string, pathname: string): BrokerRequestError {
 }
 
 /**
- * The live session of `capability`; a refusal is audited for each of
- * `services` with no agent or session, since a caller's claim is no fact.
+ * The live session of `capability`; a refusal is audited (as `event`, a
+ * token request's by default) for each of `services` with no agent or
+ * session, since a caller's claim is no fact.
  */
 function registeredSession(
   context: HandlerContext,
   capability: string,
   services: readonly string[],
+  event: "token_failed" | "oauth_scope_failed" = "token_failed",
 ): RegisteredSession {
   try {
     return context.tokens.sessions.resolve(capability);
   } catch (error) {
     for (const service of services) {
       appendAudit(context.stateDir, {
-        event: "token_failed",
+        event,
         service,
         reason: "unknown_session",
       });

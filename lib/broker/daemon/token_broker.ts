@@ -81,8 +81,10 @@ export class TokenBroker {
    * the session did not register. With `deferIfContains`, a token that
    * holds one of those strings is kept for the session's shim instead (see
    * `token_handoff.ts`): answered as deferred, and audited when the shim
-   * takes it. With `forceRefresh`, the cached token is dropped and fetched
-   * anew (once for concurrent forced requests).
+   * takes it. With `refused` (a token's SHA-256 a server refused), that
+   * token is dropped if still held and one is fetched anew (once for
+   * concurrent requests); an OAuth grant whose only credential it was
+   * needs `sherlock auth`.
    */
   async token(
     request: {
@@ -128,7 +130,11 @@ export class TokenBroker {
       const refused = request.refused;
       const matches = (value: string) => sha256Hex(value) === refused;
       this.#cache.forgetIf(key, matches);
-      this.oauth.forgetIf(request.service, matches);
+      await this.oauth.forgetIf(
+        request.service,
+        matches,
+        this.#options.login.store,
+      );
     }
     try {
       const served = this.#handoffs.take(handoff) ??
@@ -181,6 +187,13 @@ export class TokenBroker {
   ): Promise<{ recorded: boolean; scopesNeeded: string[] }> {
     const { session, agent } = request.session;
     if (!request.session.services.has(request.service)) {
+      appendAudit(this.#options.paths.stateDir, {
+        event: "oauth_scope_failed",
+        agent,
+        session,
+        service: request.service,
+        reason: "service_not_in_session",
+      });
       throw new BrokerRequestError({
         code: "service_not_in_session",
         message:

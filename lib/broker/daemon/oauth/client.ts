@@ -3,7 +3,11 @@
  * client registration, the authorization-code flow with PKCE on a loopback
  * listener (`sherlock auth`), refresh (one at a time per service, the
  * rotated refresh token stored before the access token is handed out),
- * revocation and status. Access tokens stay in this object's memory.
+ * revocation and status. A client secret (`[token] client_secret`, or a
+ * registration's) goes with every token-endpoint request, by the method
+ * the server's metadata names. Access tokens stay in this object's
+ * memory, except one that never expires and came without a refresh token:
+ * it is the grant's only credential, so it is stored with the grant.
  *
  * @module
  */
@@ -27,12 +31,16 @@ import {
   authorizationServerMetadataUrls,
   canonicalResource,
   checkAuthorizationResponse,
+  chooseClientAuthMethod,
   chooseScopes,
+  clientAuthentication,
+  type ClientAuthMethod,
   missingScopes,
   oneLine,
   pkcePair,
   protectedResourceMetadataUrls,
   randomString,
+  readGrantedScopes,
   readResourceMetadata,
   readServerMetadata,
   type ServerMetadata,
@@ -47,10 +55,19 @@ const ASSUMED_LIFETIME_S = 300;
 /** The redirect path on the loopback listener. */
 const CALLBACK_PATH = "/callback";
 
+/** Who the client is at one server, and how it proves it. */
+interface ClientIdentity {
+  clientId: string;
+  /** How the secret is sent; absent for a public client. */
+  clientAuth?: ClientAuthMethod;
+  /** The store name of `[token] client_secret`. */
+  clientSecretName?: string;
+}
+
 interface Flow {
   service: string;
   issuer: string;
-  clientId: string;
+  client: ClientIdentity;
   metadata: ServerMetadata;
   resource: string | null;
   scopes: string[];
@@ -83,10 +100,26 @@ export class OAuthClient {
     this.#refreshing.clear();
   }
 
-  /** Forgets `service`'s access token when `refused` says so of it. */
-  forgetIf(service: string, refused: (token: string) => boolean): void {
+  /**
+   * Forgets `service`'s access token when `refused` says so of it. A
+   * refused token that was the grant's only credential (it never expires)
+   * marks the grant as needing `sherlock auth`.
+   */
+  async forgetIf(
+    service: string,
+    refused: (token: string) => boolean,
+    store: SecretStore | undefined,
+  ): Promise<void> {
     const held = this.#tokens.get(service);
     if (held && refused(held.token)) this.#tokens.delete(service);
+    const grant = store && readGrant(store, service);
+    if (store && grant?.accessToken && refused(grant.accessToken)) {
+      await writeGrant(store, service, {
+        ...grant,
+        accessToken: undefined,
+        needsAuthorization: true,
+      });
+    }
   }
 
   /**
@@ -97,7 +130,8 @@ export class OAuthClient {
   token(service: Service, store: SecretStore): Promise<Token> {
     const name = service.service.name;
     const held = this.#tokens.get(name);
-    if (held && isFresh(held, Date.now())) {
+    // A token without an expiry is served until a server refuses it.
+    if (held && (held.expiresAt === undefined || isFresh(held, Date.now()))) {
       return Promise.resolve({ token: held.token, expiresAt: held.expiresAt });
     }
     const running = this.#refreshing.get(name);
@@ -113,16 +147,27 @@ export class OAuthClient {
 
   async #refresh(name: string, store: SecretStore): Promise<Token> {
     const grant = readGrant(store, name);
-    if (!grant || grant.needsAuthorization || !grant.refreshToken) {
-      throw needsAuthorization(name);
+    if (!grant || grant.needsAuthorization) throw needsAuthorization(name);
+    // The daemon restarted or locked: the stored token is still good.
+    if (grant.accessToken) {
+      return this.#keep(name, { accessToken: grant.accessToken }, true);
     }
+    if (!grant.refreshToken) throw needsAuthorization(name);
+    const client = clientAuthentication({
+      clientId: grant.clientId,
+      clientSecret: clientSecret(grant, store, name),
+      method: grant.clientAuth,
+    });
     const form: Record<string, string> = {
       grant_type: "refresh_token",
       refresh_token: grant.refreshToken,
-      client_id: grant.clientId,
+      ...client.form,
     };
     if (grant.resource !== null) form.resource = grant.resource;
-    const answer = await requestJson(grant.tokenEndpoint, { form });
+    const answer = await requestJson(grant.tokenEndpoint, {
+      form,
+      headers: client.headers,
+    });
     const json = answer.json as Record<string, unknown> | undefined;
     if (
       answer.status === 400 && json?.error === "invalid_grant" &&
@@ -154,13 +199,19 @@ export class OAuthClient {
     return this.#keep(name, tokens);
   }
 
+  /**
+   * Keeps an access token in memory: until its `expiresIn`, else for the
+   * assumed lifetime, or, when `lasting`, until a server refuses it.
+   */
   #keep(
     name: string,
     tokens: { accessToken: string; expiresIn?: number },
+    lasting = false,
   ): Token {
     const fetchedAt = Date.now();
-    const expiresAt = fetchedAt +
-      (tokens.expiresIn ?? ASSUMED_LIFETIME_S) * 1000;
+    const expiresAt = lasting
+      ? undefined
+      : fetchedAt + (tokens.expiresIn ?? ASSUMED_LIFETIME_S) * 1000;
     this.#tokens.set(name, { token: tokens.accessToken, expiresAt, fetchedAt });
     return { token: tokens.accessToken, expiresAt };
   }
@@ -199,7 +250,7 @@ export class OAuthClient {
         `the authorization server ${metadata.issuer} does not advertise PKCE S256; sherlock refuses to authorize without it`,
       );
     }
-    const clientId = await this.#clientId(service, metadata, store);
+    const client = await this.#client(service, metadata, store);
     const held = readGrant(store, name);
     const stepUp = held?.scopesNeeded ?? [];
     const scopes = chooseScopes({
@@ -242,7 +293,7 @@ export class OAuthClient {
     const url = new URL(metadata.authorizationEndpoint);
     const query: Record<string, string> = {
       response_type: "code",
-      client_id: clientId,
+      client_id: client.clientId,
       redirect_uri: redirectUri,
       code_challenge: challenge,
       code_challenge_method: "S256",
@@ -264,7 +315,7 @@ export class OAuthClient {
     this.#flows.set(flowId, {
       service: name,
       issuer: metadata.issuer,
-      clientId,
+      client,
       metadata,
       resource,
       scopes,
@@ -319,16 +370,32 @@ export class OAuthClient {
       issRequired: flow.metadata.issParameterSupported,
     });
     if ("problem" in checked) throw failed(checked.problem);
+    const client = clientAuthentication({
+      clientId: flow.client.clientId,
+      clientSecret: clientSecret(
+        { ...flow.client, issuer: flow.issuer },
+        store(),
+        flow.service,
+      ),
+      method: flow.client.clientAuth,
+    });
     const form: Record<string, string> = {
       grant_type: "authorization_code",
       code: checked.code,
       redirect_uri: flow.redirectUri,
-      client_id: flow.clientId,
       code_verifier: flow.verifier,
+      ...client.form,
     };
     if (flow.resource !== null) form.resource = flow.resource;
-    const answer = await requestJson(flow.metadata.tokenEndpoint, { form });
+    const answer = await requestJson(flow.metadata.tokenEndpoint, {
+      form,
+      headers: client.headers,
+    });
     const tokens = tokenAnswer(answer, flow.metadata.tokenEndpoint);
+    // No expiry and no refresh token (GitHub's OAuth Apps): the access
+    // token is the grant's only credential, kept in the store with it.
+    const lasting = tokens.refreshToken === undefined &&
+      tokens.expiresIn === undefined;
     const scopes = tokens.scopes ?? flow.scopes;
     // A step-up the operator did not consent to in full stays pending, and
     // so does one a bridge recorded while the browser ran.
@@ -339,19 +406,20 @@ export class OAuthClient {
     );
     const grant: StoredGrant = {
       issuer: flow.issuer,
-      clientId: flow.clientId,
+      ...flow.client,
       tokenEndpoint: flow.metadata.tokenEndpoint,
       revocationEndpoint: flow.metadata.revocationEndpoint,
       resource: flow.resource,
       scopes,
       ...(stillNeeded.length > 0 ? { scopesNeeded: stillNeeded } : {}),
       refreshToken: tokens.refreshToken,
+      ...(lasting ? { accessToken: tokens.accessToken } : {}),
     };
     // The login may have locked while the browser ran.
     await writeGrant(store(), flow.service, grant);
     this.#tokens.delete(flow.service);
     this.onGrantChange(flow.service);
-    this.#keep(flow.service, tokens);
+    this.#keep(flow.service, tokens, lasting);
     return this.status(flow.service, store());
   }
 
@@ -406,8 +474,10 @@ export class OAuthClient {
       authorized: live,
       issuer: grant?.issuer ?? null,
       scopes: grant?.scopes ?? [],
-      accessTokenExpiresAt: live && held?.expiresAt !== undefined &&
-          held.expiresAt > Date.now()
+      accessTokenExpiresAt: live && grant.accessToken !== undefined
+        ? "never"
+        : live && held?.expiresAt !== undefined &&
+            held.expiresAt > Date.now()
         ? new Date(held.expiresAt).toISOString()
         : null,
       refreshToken: live && grant.refreshToken !== undefined,
@@ -416,7 +486,8 @@ export class OAuthClient {
   }
 
   /**
-   * Revokes `service`'s refresh token at the server (RFC 7009, when it
+   * Revokes `service`'s refresh token — or its stored access token, when
+   * that is the grant's only credential — at the server (RFC 7009, when it
    * offers revocation), then forgets the grant and the access token.
    */
   async revoke(
@@ -425,14 +496,23 @@ export class OAuthClient {
   ): Promise<{ forgotten: boolean; revokedAtServer: boolean }> {
     const grant = readGrant(store, service);
     let revokedAtServer = false;
-    if (grant?.revocationEndpoint && grant.refreshToken) {
+    const credential = grant?.refreshToken ?? grant?.accessToken;
+    if (grant?.revocationEndpoint && credential) {
       try {
+        const client = clientAuthentication({
+          clientId: grant.clientId,
+          clientSecret: clientSecret(grant, store, service),
+          method: grant.clientAuth,
+        });
         const answer = await requestJson(grant.revocationEndpoint, {
           form: {
-            token: grant.refreshToken,
-            token_type_hint: "refresh_token",
-            client_id: grant.clientId,
+            token: credential,
+            token_type_hint: grant.refreshToken
+              ? "refresh_token"
+              : "access_token",
+            ...client.form,
           },
+          headers: client.headers,
         });
         revokedAtServer = answer.status === 200;
       } catch {
@@ -446,24 +526,51 @@ export class OAuthClient {
   }
 
   /**
-   * The client id for `metadata`'s server: the service's `client_id`, a
-   * CIMD URL when the server takes them, the stored registration at this
-   * issuer, or a new dynamic registration (stored).
+   * The client for `metadata`'s server: the service's `client_id` (with
+   * its `client_secret`, checked to be in the store), a CIMD URL when the
+   * server takes them, the stored registration at this issuer, or a new
+   * dynamic registration (stored, with the secret it may answer).
    */
-  async #clientId(
+  async #client(
     service: Service,
     metadata: ServerMetadata,
     store: SecretStore,
-  ): Promise<string> {
+  ): Promise<ClientIdentity> {
     const { token } = service;
-    if (token.client_id) return token.client_id;
+    const name = service.service.name;
+    if (token.client_id && token.client_secret) {
+      const clientAuth = chooseClientAuthMethod(
+        metadata.tokenEndpointAuthMethods,
+      );
+      if (clientAuth === undefined) {
+        throw unsupported(
+          `the authorization server ${metadata.issuer} takes neither client_secret_basic nor client_secret_post at its token endpoint; remove [token] client_secret from services.d/${name}.toml`,
+        );
+      }
+      const identity = {
+        clientId: token.client_id,
+        clientAuth,
+        clientSecretName: token.client_secret,
+      };
+      // Before the browser opens: a missing secret fails now, not after.
+      clientSecret({ ...identity, issuer: metadata.issuer }, store, name);
+      return identity;
+    }
+    if (token.client_id) return { clientId: token.client_id };
     if (
       token.client_metadata_url && metadata.clientIdMetadataDocumentSupported
     ) {
-      return token.client_metadata_url;
+      return { clientId: token.client_metadata_url };
     }
     const stored = readClient(store, metadata.issuer);
-    if (stored) return stored.clientId;
+    if (stored) {
+      return {
+        clientId: stored.clientId,
+        ...(stored.clientSecret && stored.clientAuth
+          ? { clientAuth: stored.clientAuth }
+          : {}),
+      };
+    }
     if (!metadata.registrationEndpoint) {
       throw unsupported(
         `the authorization server ${metadata.issuer} offers no dynamic registration${
@@ -501,11 +608,25 @@ export class OAuthClient {
         } answered no client_id`,
       );
     }
+    // A server may register a confidential client all the same: its
+    // secret is kept with the registration and sent as it says.
+    const secret = typeof json.client_secret === "string" &&
+        json.client_secret !== ""
+      ? json.client_secret
+      : undefined;
+    const registered = json.token_endpoint_auth_method;
+    const clientAuth = secret === undefined || registered === "none"
+      ? undefined
+      : registered === "client_secret_basic" ||
+          registered === "client_secret_post"
+      ? registered
+      : chooseClientAuthMethod(metadata.tokenEndpointAuthMethods);
     await writeClient(store, {
       issuer: metadata.issuer,
       clientId: json.client_id,
+      ...(clientAuth ? { clientSecret: secret, clientAuth } : {}),
     });
-    return json.client_id;
+    return { clientId: json.client_id, ...(clientAuth ? { clientAuth } : {}) };
   }
 }
 
@@ -592,7 +713,8 @@ function tokenAnswer(
   scopes?: string[];
 } {
   const json = answer.json as Record<string, unknown> | undefined;
-  if (answer.status !== 200) {
+  // GitHub answers its errors (bad_verification_code…) with HTTP 200.
+  if (answer.status !== 200 || typeof json?.error === "string") {
     throw failed(
       `the token endpoint at ${
         origin(endpoint)
@@ -620,9 +742,38 @@ function tokenAnswer(
       ? json.expires_in
       : undefined,
     scopes: typeof json.scope === "string"
-      ? json.scope.split(" ").filter((s) => s)
+      ? readGrantedScopes(json.scope)
       : undefined,
   };
+}
+
+/**
+ * The client secret of `client` (a grant or a flow's client): the store's
+ * entry `[token] client_secret` names, else the registration's at its
+ * issuer; undefined for a public client. Throws `no_secret` when the
+ * named secret is not stored.
+ */
+function clientSecret(
+  client: ClientIdentity & { issuer: string },
+  store: SecretStore,
+  service: string,
+): string | undefined {
+  if (client.clientAuth === undefined) return undefined;
+  if (client.clientSecretName !== undefined) {
+    const value = store.get(client.clientSecretName);
+    if (value === undefined) {
+      throw new BrokerRequestError({
+        code: "no_secret",
+        message:
+          `service ${service}'s client secret is not stored; run "sherlock secret set ${client.clientSecretName}"`,
+      });
+    }
+    return value;
+  }
+  const registered = readClient(store, client.issuer);
+  return registered?.clientId === client.clientId
+    ? registered.clientSecret
+    : undefined;
 }
 
 /** `needs_authorization`: no live grant; the message names the command. */

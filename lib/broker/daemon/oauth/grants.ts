@@ -1,19 +1,30 @@
 /**
  * What the OAuth client keeps in the encrypted store: a service's grant
  * (its refresh token and where to use it) and a client registration per
- * authorization server, keyed by the server's issuer. Access tokens never
- * come here: they live in the daemon's memory only.
+ * authorization server (with its client secret, if the server gave one),
+ * keyed by the server's issuer. Access tokens come here only when one is
+ * the grant's only credential (it does not expire and came without a
+ * refresh token, as GitHub's OAuth Apps answer); others live in the
+ * daemon's memory only.
  *
  * @module
  */
 
 import { sha256Hex } from "../../../runtime/sha256.ts";
 import type { SecretStore } from "../secret_store.ts";
+import type { ClientAuthMethod } from "./rules.ts";
 
 /** A service's grant, as stored. */
 export interface StoredGrant {
   issuer: string;
   clientId: string;
+  /** How the client secret is sent; absent for a public client. */
+  clientAuth?: ClientAuthMethod;
+  /**
+   * The store name of the client secret (`[token] client_secret`); absent
+   * when the secret is the registration's (or there is none).
+   */
+  clientSecretName?: string;
   tokenEndpoint: string;
   revocationEndpoint?: string;
   /** The RFC 8707 resource sent, or null when `send_resource = false`. */
@@ -25,7 +36,15 @@ export interface StoredGrant {
    */
   scopesNeeded?: string[];
   refreshToken?: string;
-  /** Set by an `invalid_grant`: the grant is dead until `sherlock auth`. */
+  /**
+   * An access token that states no expiry and came without a refresh
+   * token: the grant's only credential, served until a server refuses it.
+   */
+  accessToken?: string;
+  /**
+   * Set by an `invalid_grant`, or a refused `accessToken`: the grant is
+   * dead until `sherlock auth`.
+   */
   needsAuthorization?: boolean;
 }
 
@@ -33,6 +52,10 @@ export interface StoredGrant {
 export interface StoredClient {
   issuer: string;
   clientId: string;
+  /** The client secret the registration answered, if any. */
+  clientSecret?: string;
+  /** How that secret is sent to the token endpoint. */
+  clientAuth?: ClientAuthMethod;
 }
 
 /** The store name of a service's grant. */

@@ -102,6 +102,8 @@ export interface ServerMetadata {
   scopesSupported?: string[];
   clientIdMetadataDocumentSupported: boolean;
   issParameterSupported: boolean;
+  /** `token_endpoint_auth_methods_supported`, when the metadata names it. */
+  tokenEndpointAuthMethods?: string[];
 }
 
 /**
@@ -148,7 +150,63 @@ export function readServerMetadata(
       body.client_id_metadata_document_supported === true,
     issParameterSupported:
       body.authorization_response_iss_parameter_supported === true,
+    tokenEndpointAuthMethods: stringList(
+      body.token_endpoint_auth_methods_supported,
+    ),
   };
+}
+
+/** How a client with a secret authenticates at the token endpoint. */
+export type ClientAuthMethod = "client_secret_basic" | "client_secret_post";
+
+/**
+ * How to send a client secret to a server whose metadata names
+ * `supported` (`token_endpoint_auth_methods_supported`): HTTP Basic when
+ * it takes it, else the form; undefined when it takes neither. Metadata
+ * that names no methods means `client_secret_basic` (RFC 8414 §2).
+ */
+export function chooseClientAuthMethod(
+  supported: readonly string[] | undefined,
+): ClientAuthMethod | undefined {
+  if (supported === undefined) return "client_secret_basic";
+  if (supported.includes("client_secret_basic")) return "client_secret_basic";
+  if (supported.includes("client_secret_post")) return "client_secret_post";
+  return undefined;
+}
+
+/**
+ * What identifies the client in a token-endpoint request (RFC 6749
+ * §2.3.1): `client_id` in the form for a public client; with a secret,
+ * an `Authorization: Basic` header of both, form-encoded first, or both
+ * in the form.
+ */
+export function clientAuthentication(
+  client: {
+    clientId: string;
+    clientSecret?: string;
+    method?: ClientAuthMethod;
+  },
+): { form: Record<string, string>; headers: Record<string, string> } {
+  const { clientId, clientSecret, method } = client;
+  if (clientSecret === undefined || method === undefined) {
+    return { form: { client_id: clientId }, headers: {} };
+  }
+  if (method === "client_secret_post") {
+    return {
+      form: { client_id: clientId, client_secret: clientSecret },
+      headers: {},
+    };
+  }
+  const pair = `${formEncode(clientId)}:${formEncode(clientSecret)}`;
+  return { form: {}, headers: { Authorization: `Basic ${btoa(pair)}` } };
+}
+
+/**
+ * The scopes of a token response's `scope`: RFC 6749 separates them with
+ * spaces; GitHub with commas (`"repo,read:org"`), so both separate.
+ */
+export function readGrantedScopes(scope: string): string[] {
+  return [...new Set(scope.split(/[ ,]+/).filter((one) => one))];
 }
 
 /**
@@ -276,6 +334,11 @@ export async function pkcePair(): Promise<
 /** `bytes` random bytes, base64url: a state, a verifier, a flow id. */
 export function randomString(bytes: number): string {
   return encodeBase64Url(crypto.getRandomValues(new Uint8Array(bytes)));
+}
+
+/** `application/x-www-form-urlencoded` encoding of one value (ASCII). */
+function formEncode(value: string): string {
+  return new URLSearchParams({ v: value }).toString().slice(2);
 }
 
 /** Printable text of at most 200 characters on one line. */

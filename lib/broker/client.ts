@@ -584,21 +584,24 @@ const isOAuthStatus = (value: unknown): boolean =>
 /**
  * `POST /v1/oauth/start`: the daemon discovers `service`'s authorization
  * server, registers if needed, listens on loopback; the authorization URL
- * comes back.
+ * comes back. With `device`, it asks for a device code (RFC 8628) and polls;
+ * the verification URI and user code come back.
  */
 export function startAuthorization(
   socket: string,
   service: string,
+  options: { device?: boolean } = {},
 ): Promise<OAuthStarted> {
   return callBroker<OAuthStarted>({
     socket,
     method: "POST",
     path: "/v1/oauth/start",
-    body: { service },
+    body: options.device ? { service, device: true } : { service },
     timeoutMs: TOKEN_TIMEOUT_MS,
     isAnswer: (body) =>
       isObject(body) && typeof body.flow === "string" &&
-      typeof body.url === "string",
+      typeof body.url === "string" &&
+      (body.userCode === undefined || typeof body.userCode === "string"),
   });
 }
 

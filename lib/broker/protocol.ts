@@ -257,6 +257,8 @@ export interface ErrorBody {
 export interface OAuthStartRequest {
   /** The service (`[token] source = "oauth"`). */
   service: string;
+  /** Use the device authorization grant (RFC 8628) instead of a browser. */
+  device?: boolean;
 }
 
 /** The answer to `POST /v1/oauth/start`. */
@@ -265,6 +267,8 @@ export interface OAuthStarted {
   flow: string;
   /** The authorization URL the operator's browser opens (no secret). */
   url: string;
+  /** Device grant only: the user code the operator enters at `url`. */
+  userCode?: string;
 }
 
 /** `POST /v1/oauth/finish`: wait for the browser's redirect. */

@@ -26,23 +26,32 @@ export async function authCommand(args: readonly string[]): Promise<number> {
   if (first === "revoke") return await revoke(rest);
   const flags = args.filter((arg) => arg.startsWith("-"));
   const names = args.filter((arg) => !arg.startsWith("-"));
-  const unknown = flags.filter((flag) => flag !== "--no-browser");
+  const unknown = flags.filter((flag) =>
+    flag !== "--no-browser" && flag !== "--device"
+  );
   if (unknown.length > 0 || names.length !== 1) {
     throw new UsageError(
       unknown.length > 0
         ? `unknown option ${unknown[0]}; see sherlock auth --help`
-        : "usage: sherlock auth [--no-browser] <service>",
+        : "usage: sherlock auth [--no-browser | --device] <service>",
     );
   }
   const service = serviceName(names[0]);
+  const device = flags.includes("--device");
   const socket = await brokerSocket();
-  const { flow, url } = await startAuthorization(socket, service);
-  // The daemon listens already; ask for the result before the browser
-  // runs, since a headless one may finish before it exits.
+  const { flow, url, userCode } = await startAuthorization(socket, service, {
+    device,
+  });
+  // The daemon listens (or polls) already; ask for the result before the
+  // browser runs, since a headless one may finish before it exits.
   const finished = finishAuthorization(socket, flow);
   finished.catch(() => {});
-  printWarning(`to authorize ${service}, open: ${url}`);
-  const browser = flags.includes("--no-browser")
+  if (userCode !== undefined) {
+    printWarning(
+      `to authorize ${service}, open ${url} on any device and enter the code ${userCode}`,
+    );
+  } else printWarning(`to authorize ${service}, open: ${url}`);
+  const browser = flags.includes("--no-browser") || device
     ? undefined
     : openBrowser(url, Deno.env.get("BROWSER"));
   const result = await finished;

@@ -112,7 +112,7 @@ Values never come from the command line and are never printed.`,
   },
   auth: {
     summary: "authorize an OAuth service once; its status; revoke it",
-    help: `Usage: sherlock auth [--no-browser] <service>
+    help: `Usage: sherlock auth [--no-browser | --device] <service>
        sherlock auth status [--json]
        sherlock auth revoke <service>
 
@@ -120,7 +120,10 @@ Authorizes a service with [token] source = "oauth" (log in first): the
 broker discovers its authorization server, registers a client if needed,
 and listens on 127.0.0.1 for the redirect; the authorization URL opens in
 $BROWSER when set, else the platform's opener, and is always printed on
-stderr (--no-browser only prints it). The refresh token goes into the
+stderr (--no-browser only prints it). --device uses the device
+authorization grant (RFC 8628) where the server offers it, for SSH
+sessions: open the printed URL on any device and enter the printed code;
+the broker polls until you approve. The refresh token goes into the
 encrypted store; access tokens stay in the broker's memory, refreshed for
 every session. Nothing secret is printed.
 

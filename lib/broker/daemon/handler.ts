@@ -317,9 +317,14 @@ async function oauthRoute(
   if (pathname === "/v1/oauth/start") {
     const body = await readJson<OAuthStartRequest>(request);
     const name = requireName(body, "service");
+    if (body.device !== undefined && typeof body.device !== "boolean") {
+      throw badRequest(`"device" must be a boolean`);
+    }
     const store = unlockedStore(context);
     const service = await context.tokens.service(name);
-    const started = await oauth.start(service, store);
+    const started = await oauth.start(service, store, {
+      device: body.device === true,
+    });
     appendAudit(context.stateDir, { event: "oauth_start", service: name });
     return ok<OAuthStarted>(started);
   }

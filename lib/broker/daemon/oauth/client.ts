@@ -1,7 +1,8 @@
 /**
  * The broker's OAuth client (MCP authorization 2025-11-25): discovery,
  * client registration, the authorization-code flow with PKCE on a loopback
- * listener (`sherlock auth`), refresh (one at a time per service, the
+ * listener (`sherlock auth`) or the device grant (`sherlock auth --device`,
+ * device_grant.ts), refresh (one at a time per service, the
  * rotated refresh token stored before the access token is handed out),
  * revocation and status. Access tokens stay in this object's memory.
  *
@@ -21,7 +22,12 @@ import {
   writeClient,
   writeGrant,
 } from "./grants.ts";
-import { failed, origin, requestJson } from "./http.ts";
+import {
+  DEVICE_CODE_GRANT,
+  pollDeviceToken,
+  requestDeviceAuthorization,
+} from "./device_grant.ts";
+import { failed, type JsonAnswer, origin, requestJson } from "./http.ts";
 import {
   authorizationServerMetadataUrls,
   canonicalResource,
@@ -62,6 +68,27 @@ interface Flow {
   timer: ReturnType<typeof setTimeout>;
 }
 
+/** A device-grant flow: the daemon polls while the operator approves. */
+interface DeviceFlow {
+  service: string;
+  issuer: string;
+  clientId: string;
+  metadata: ServerMetadata;
+  resource: string | null;
+  scopes: string[];
+  /** The poll; settles with the token endpoint's answer. */
+  answer: Promise<JsonAnswer>;
+  abort: AbortController;
+}
+
+/** What `start` returns: the flow's id and what the operator opens. */
+export interface StartedFlow {
+  flow: string;
+  url: string;
+  /** Device grant only: the code the operator enters at `url`. */
+  userCode?: string;
+}
+
 interface MemoryToken extends Token {
   fetchedAt: number;
 }
@@ -69,6 +96,7 @@ interface MemoryToken extends Token {
 /** The OAuth state of one daemon: flows under way, access tokens. */
 export class OAuthClient {
   #flows = new Map<string, Flow>();
+  #deviceFlows = new Map<string, DeviceFlow>();
   #tokens = new Map<string, MemoryToken>();
   #refreshing = new Map<string, Promise<Token>>();
   /** Called when a service's grant changes: the broker drops its cache. */
@@ -164,11 +192,14 @@ export class OAuthClient {
   /**
    * Starts `sherlock auth` for `service`: discovery, registration, a
    * loopback listener; returns the flow's id and the authorization URL.
+   * With `device`, the device grant instead: the verification URI and the
+   * user code, while the daemon polls.
    */
   async start(
     service: Service,
     store: SecretStore,
-  ): Promise<{ flow: string; url: string }> {
+    options: { device?: boolean } = {},
+  ): Promise<StartedFlow> {
     const name = service.service.name;
     const server = service.server;
     if (!("url" in server) || service.token.source !== "oauth") {
@@ -180,12 +211,19 @@ export class OAuthClient {
     }
     const discovered = await discover(server.url);
     const metadata = discovered.metadata;
-    if (!metadata.codeChallengeMethods.includes("S256")) {
+    if (options.device && !metadata.deviceAuthorizationEndpoint) {
+      throw unsupported(
+        `the authorization server ${metadata.issuer} offers no device authorization (RFC 8628: no device_authorization_endpoint); run "sherlock auth ${name}" without --device`,
+      );
+    }
+    if (!options.device && !metadata.codeChallengeMethods.includes("S256")) {
       throw unsupported(
         `the authorization server ${metadata.issuer} does not advertise PKCE S256; sherlock refuses to authorize without it`,
       );
     }
-    const clientId = await this.#clientId(service, metadata, store);
+    const clientId = await this.#clientId(service, metadata, store, {
+      device: options.device === true,
+    });
     const scopes = chooseScopes({
       challenge: discovered.challengeScope,
       supported: discovered.scopesSupported,
@@ -194,6 +232,16 @@ export class OAuthClient {
     const resource = service.token.send_resource === false
       ? null
       : canonicalResource(server.url);
+    if (options.device) {
+      return await this.#startDevice({
+        service: name,
+        issuer: metadata.issuer,
+        clientId,
+        metadata,
+        resource,
+        scopes,
+      });
+    }
     const { verifier, challenge } = await pkcePair();
     const state = randomString(32);
     const flowId = randomString(16);
@@ -269,6 +317,8 @@ export class OAuthClient {
     flowId: string,
     store: () => SecretStore,
   ): Promise<OAuthServiceStatus> {
+    const device = this.#deviceFlows.get(flowId);
+    if (device) return await this.#finishDevice(flowId, device, store);
     const flow = this.#flows.get(flowId);
     if (!flow) {
       throw new BrokerRequestError({
@@ -314,6 +364,60 @@ export class OAuthClient {
     };
     if (flow.resource !== null) form.resource = flow.resource;
     const answer = await requestJson(flow.metadata.tokenEndpoint, { form });
+    return await this.#keepGrant(flow, answer, store);
+  }
+
+  /** Asks for a device code and polls for it in the background. */
+  async #startDevice(
+    flow: Omit<DeviceFlow, "answer" | "abort">,
+  ): Promise<StartedFlow> {
+    const form: Record<string, string> = {};
+    if (flow.resource !== null) form.resource = flow.resource;
+    const authorization = await requestDeviceAuthorization({
+      endpoint: flow.metadata.deviceAuthorizationEndpoint!,
+      clientId: flow.clientId,
+      scopes: flow.scopes,
+      form,
+    });
+    const abort = new AbortController();
+    const answer = pollDeviceToken({
+      tokenEndpoint: flow.metadata.tokenEndpoint,
+      clientId: flow.clientId,
+      authorization,
+      form,
+      signal: abort.signal,
+      deadline: Date.now() + AUTHORIZATION_TIMEOUT_MS,
+      retry: `sherlock auth --device ${flow.service}`,
+    });
+    answer.catch(() => {});
+    const flowId = randomString(16);
+    this.#deviceFlows.set(flowId, { ...flow, answer, abort });
+    return {
+      flow: flowId,
+      url: authorization.verificationUriComplete ??
+        authorization.verificationUri,
+      userCode: authorization.userCode,
+    };
+  }
+
+  async #finishDevice(
+    flowId: string,
+    flow: DeviceFlow,
+    store: () => SecretStore,
+  ): Promise<OAuthServiceStatus> {
+    try {
+      return await this.#keepGrant(flow, await flow.answer, store);
+    } finally {
+      this.#deviceFlows.delete(flowId);
+    }
+  }
+
+  /** Stores the grant of a token answer that ended a flow. */
+  async #keepGrant(
+    flow: Omit<DeviceFlow, "answer" | "abort">,
+    answer: JsonAnswer,
+    store: () => SecretStore,
+  ): Promise<OAuthServiceStatus> {
     const tokens = tokenAnswer(answer, flow.metadata.tokenEndpoint);
     const grant: StoredGrant = {
       issuer: flow.issuer,
@@ -344,6 +448,8 @@ export class OAuthClient {
   /** Ends every flow (the daemon stops). */
   close(): void {
     for (const id of [...this.#flows.keys()]) this.#endFlow(id);
+    for (const flow of this.#deviceFlows.values()) flow.abort.abort();
+    this.#deviceFlows.clear();
   }
 
   /** The status of `service`'s grant: never a value. */
@@ -403,6 +509,7 @@ export class OAuthClient {
     service: Service,
     metadata: ServerMetadata,
     store: SecretStore,
+    options: { device: boolean },
   ): Promise<string> {
     const { token } = service;
     if (token.client_id) return token.client_id;
@@ -412,7 +519,10 @@ export class OAuthClient {
       return token.client_metadata_url;
     }
     const stored = readClient(store, metadata.issuer);
-    if (stored) return stored.clientId;
+    // A registration made without the device grant cannot poll: register anew.
+    if (stored && (!options.device || stored.deviceGrant)) {
+      return stored.clientId;
+    }
     if (!metadata.registrationEndpoint) {
       throw unsupported(
         `the authorization server ${metadata.issuer} offers no dynamic registration${
@@ -427,7 +537,11 @@ export class OAuthClient {
         client_name: "sherlock",
         application_type: "native",
         redirect_uris: [`http://127.0.0.1${CALLBACK_PATH}`],
-        grant_types: ["authorization_code", "refresh_token"],
+        grant_types: [
+          "authorization_code",
+          "refresh_token",
+          ...(metadata.deviceAuthorizationEndpoint ? [DEVICE_CODE_GRANT] : []),
+        ],
         response_types: ["code"],
         token_endpoint_auth_method: "none",
       }),
@@ -453,6 +567,7 @@ export class OAuthClient {
     await writeClient(store, {
       issuer: metadata.issuer,
       clientId: json.client_id,
+      deviceGrant: metadata.deviceAuthorizationEndpoint !== undefined,
     });
     return json.client_id;
   }

@@ -28,6 +28,8 @@ export interface StoredGrant {
 export interface StoredClient {
   issuer: string;
   clientId: string;
+  /** Registered with the device grant (RFC 8628) among its grant types. */
+  deviceGrant?: boolean;
 }
 
 /** The store name of a service's grant. */

@@ -69,6 +69,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeMeaning>> = {
   needs_authorization: { status: 401, exitCode: ExitCode.NoPermission },
   oauth_failed: { status: 502, exitCode: ExitCode.Unavailable },
   oauth_unsupported: { status: 422, exitCode: ExitCode.Config },
+  invalid_config: { status: 422, exitCode: ExitCode.Config },
   internal: { status: 500, exitCode: ExitCode.Software },
 };
 

@@ -17,6 +17,7 @@ import {
 import { NAME_PATTERN } from "../config/names.ts";
 import { UsageError } from "../errors.ts";
 import { commandContext } from "./context.ts";
+import { openBrowser } from "./browser.ts";
 import { columns, printLine, printWarning } from "./output.ts";
 
 /** Runs the command; returns the exit code. */
@@ -123,46 +124,6 @@ function serviceName(name: string): string {
     );
   }
   return name;
-}
-
-/**
- * Opens `url` with `$BROWSER` when set (the convention of git, gh and the
- * xdg tools), else the platform's opener when there is one. A browser that
- * fails is only a warning: the URL is printed.
- */
-async function openBrowser(url: string, browser?: string): Promise<void> {
-  const program = browser || platformOpener();
-  if (!program) return;
-  try {
-    const child = new Deno.Command(program, {
-      args: [url],
-      stdin: "null",
-      stdout: "null",
-      stderr: "null",
-    }).spawn();
-    const { code } = await child.status;
-    if (code !== 0) {
-      printWarning(`the browser (${program}) exited with ${code}`);
-    }
-  } catch {
-    printWarning(
-      `could not start the browser (${program}); open the URL above`,
-    );
-  }
-}
-
-function platformOpener(): string | undefined {
-  const name = Deno.build.os === "darwin" ? "open" : "xdg-open";
-  for (const folder of (Deno.env.get("PATH") ?? "").split(":")) {
-    if (folder === "") continue;
-    try {
-      const path = `${folder}/${name}`;
-      if (Deno.statSync(path).isFile) return path;
-    } catch {
-      // Not in this folder.
-    }
-  }
-  return undefined;
 }
 
 async function brokerSocket(): Promise<string> {

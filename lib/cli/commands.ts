@@ -62,10 +62,11 @@ malformed (on stderr; the exit code is then 78).
     entry: "agentsCommand",
   },
   login: {
-    summary:
-      "unlock the secret store in the broker (creates it the first time)",
+    summary: "sign in at the OIDC provider, or unlock the local secret store",
     // The 8 is protocol.ts's MIN_PASSPHRASE_LENGTH (a test keeps them equal).
     help: `Usage: sherlock login [--passphrase-file PATH]
+       sherlock login [--device | --no-browser]      ([login] provider = "oidc")
+       sherlock login --local [--passphrase-file PATH]
 
 Unlocks the local secret store in the broker, which then serves tokens
 until "sherlock logout", the broker stops, or the idle timeout in
@@ -75,7 +76,17 @@ login creates the store (asking for the passphrase twice; at least
 
 The passphrase is read from the terminal without echo; with no terminal,
 from the first line of stdin, or of PATH with --passphrase-file
-(e.g. --passphrase-file /dev/fd/3).`,
+(e.g. --passphrase-file /dev/fd/3).
+
+With [login] provider = "oidc" in config.toml, login signs in at the
+OpenID provider instead: the browser ($BROWSER, else the platform's
+opener; the URL is always printed on stderr) with PKCE and a loopback
+redirect, or the device grant (--device, or on its own over SSH or
+without a display): open the printed URL on any device and enter the
+printed code. The broker keeps the provider's tokens in memory only: a
+broker restart, the idle timeout or logout asks for a new login.
+--local unlocks the local store instead, which "secret" and "oauth"
+services still need.`,
     module: "lib/cli/login.ts",
     entry: "loginCommand",
   },
@@ -83,7 +94,9 @@ from the first line of stdin, or of PATH with --passphrase-file
     summary: "lock the store and drop cached tokens",
     help: `Usage: sherlock logout
 
-Locks the store in the broker and drops every cached token.`,
+Locks the store in the broker and drops every cached token. An OIDC
+login is forgotten too, its refresh token revoked at the provider
+(RFC 7009) when the provider offers revocation.`,
     module: "lib/cli/login.ts",
     entry: "logoutCommand",
   },
@@ -91,7 +104,9 @@ Locks the store in the broker and drops every cached token.`,
     summary: "who is logged in, through which provider, since when",
     help: `Usage: sherlock whoami
 
-Who is logged in to the broker, through which provider, since when.
+Who is logged in to the broker, through which provider, since when. For
+an OIDC login: the issuer, the subject, the e-mail when the ID token has
+one, and when the access token is renewed (or the login ends).
 Exit 0 when logged in, 77 when not.`,
     module: "lib/cli/login.ts",
     entry: "whoamiCommand",

@@ -28,6 +28,7 @@ import {
   requestDeviceAuthorization,
 } from "./device_grant.ts";
 import { failed, type JsonAnswer, origin, requestJson } from "./http.ts";
+import { CALLBACK_PATH, listenForRedirect } from "./loopback.ts";
 import {
   authorizationServerMetadataUrls,
   canonicalResource,
@@ -49,9 +50,6 @@ export const AUTHORIZATION_TIMEOUT_MS = 300_000;
 /** The lifetime assumed for an access token that states none. */
 const ASSUMED_LIFETIME_S = 300;
 
-/** The redirect path on the loopback listener. */
-const CALLBACK_PATH = "/callback";
-
 interface Flow {
   service: string;
   issuer: string;
@@ -62,9 +60,8 @@ interface Flow {
   verifier: string;
   state: string;
   redirectUri: string;
-  server: Deno.HttpServer;
   result: Promise<URLSearchParams>;
-  cancel: () => void;
+  close: () => void;
   timer: ReturnType<typeof setTimeout>;
 }
 
@@ -245,35 +242,13 @@ export class OAuthClient {
     const { verifier, challenge } = await pkcePair();
     const state = randomString(32);
     const flowId = randomString(16);
-    let deliver!: (query: URLSearchParams) => void;
-    let cancel!: () => void;
-    const result = new Promise<URLSearchParams>((resolve, reject) => {
-      deliver = resolve;
-      cancel = () =>
-        reject(
-          failed(
-            `the authorization of ${name} ended unfinished; run "sherlock auth ${name}" again`,
-          ),
-        );
+    const listener = listenForRedirect({
+      unfinished:
+        `the authorization of ${name} ended unfinished; run "sherlock auth ${name}" again`,
+      received:
+        "sherlock received the authorization; you can close this window.",
     });
-    result.catch(() => {});
-    const listener = Deno.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      onListen: () => {},
-    }, (request) => {
-      const url = new URL(request.url);
-      if (url.pathname !== CALLBACK_PATH) {
-        return new Response("not found", { status: 404 });
-      }
-      deliver(url.searchParams);
-      return new Response(
-        "sherlock received the authorization; you can close this window.\n",
-        { headers: { "Content-Type": "text/plain; charset=utf-8" } },
-      );
-    });
-    const redirectUri =
-      `http://127.0.0.1:${listener.addr.port}${CALLBACK_PATH}`;
+    const { redirectUri } = listener;
     const url = new URL(metadata.authorizationEndpoint);
     const query: Record<string, string> = {
       response_type: "code",
@@ -301,9 +276,8 @@ export class OAuthClient {
       verifier,
       state,
       redirectUri,
-      server: listener,
-      result,
-      cancel,
+      result: listener.result,
+      close: listener.close,
       timer,
     });
     return { flow: flowId, url: url.href };
@@ -441,8 +415,7 @@ export class OAuthClient {
     if (!flow) return;
     this.#flows.delete(flowId);
     clearTimeout(flow.timer);
-    flow.cancel();
-    flow.server.shutdown().catch(() => {});
+    flow.close();
   }
 
   /** Ends every flow (the daemon stops). */
@@ -646,7 +619,7 @@ async function discover(serverUrl: string): Promise<Discovered> {
 }
 
 /** The parts of a token endpoint's answer; throws on an error answer. */
-function tokenAnswer(
+export function tokenAnswer(
   answer: Awaited<ReturnType<typeof requestJson>>,
   endpoint: string,
 ): {

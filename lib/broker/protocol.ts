@@ -280,6 +280,7 @@ export type ErrorCode =
   | "oauth_failed"
   | "oauth_unsupported"
   | "invalid_config"
+  | "exchange_refused"
   | "internal";
 
 /** The body of every failed request. */

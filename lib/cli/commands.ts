@@ -102,11 +102,13 @@ login is forgotten too, its refresh token revoked at the provider
   },
   whoami: {
     summary: "who is logged in, through which provider, since when",
-    help: `Usage: sherlock whoami
+    help: `Usage: sherlock whoami [--verbose]
 
 Who is logged in to the broker, through which provider, since when. For
 an OIDC login: the issuer, the subject, the e-mail when the ID token has
 one, and when the access token is renewed (or the login ends).
+--verbose adds whether the provider offers token exchange (RFC 8693),
+which "exchange" services use, or the refresh-token fallback.
 Exit 0 when logged in, 77 when not.`,
     module: "lib/cli/login.ts",
     entry: "whoamiCommand",

@@ -20,7 +20,7 @@ import {
 import { MIN_PASSPHRASE_LENGTH } from "../broker/protocol.ts";
 import { ExitCode, UsageError } from "../errors.ts";
 import { describeFsError } from "../private_files.ts";
-import { describeLogin } from "./login_text.ts";
+import { describeLogin, loginDetails } from "./login_text.ts";
 import { chooseLogin, oidcLoginCommand } from "./login_oidc.ts";
 import { commandContext } from "./context.ts";
 import { printLine } from "./output.ts";
@@ -86,13 +86,16 @@ export async function logoutCommand(args: readonly string[]): Promise<number> {
   return 0;
 }
 
-/** `sherlock whoami`: exit 0 when logged in, 77 when not. */
+/** `sherlock whoami [--verbose]`: exit 0 when logged in, 77 when not. */
 export async function whoamiCommand(args: readonly string[]): Promise<number> {
-  if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
+  const verbose = args[0] === "--verbose";
+  const rest = verbose ? args.slice(1) : args;
+  if (rest.length > 0) throw new UsageError(`unexpected argument ${rest[0]}`);
   const socket = await runningBrokerSocket();
   if (socket === undefined) return ExitCode.NoPermission;
   const who = await whoami(socket);
   printLine(describeLogin(who));
+  if (verbose) { for (const line of loginDetails(who)) printLine(line); }
   return who.loggedIn ? 0 : ExitCode.NoPermission;
 }
 

@@ -34,3 +34,20 @@ export function describeOidcLogin(status: OidcLoginStatus): string {
     : `ends at ${status.accessTokenExpiresAt}`;
   return `${who} at ${status.issuer}, since ${status.since}; ${ends}`;
 }
+
+/**
+ * `whoami --verbose`'s further lines: what the SSO login's provider offers
+ * for `source = "exchange"` services.
+ */
+export function loginDetails(who: Whoami): string[] {
+  if (!who.oidc) return [];
+  return [
+    `issuer: ${who.oidc.issuer}`,
+    `subject: ${who.oidc.subject}`,
+    ...(who.oidc.email ? [`e-mail: ${who.oidc.email}`] : []),
+    `refresh token held: ${who.oidc.refreshToken ? "yes" : "no"}`,
+    who.oidc.tokenExchange
+      ? `token exchange (RFC 8693): offered; exchange services use it unless their mode says "refresh"`
+      : `token exchange (RFC 8693): not offered; exchange services use a refresh-token grant with their resource (RFC 8707) unless their mode says "exchange"`,
+  ];
+}

@@ -117,3 +117,32 @@ Deno.test("service problems: a header name or value with control characters", ()
   const plain = validate(`${remote}headers = { X-Team = "a b" }\n`);
   assert.ok(plain.ok);
 });
+
+Deno.test('service: source = "exchange" keys, Authorization Bearer by default, and keys it alone takes', () => {
+  const result = validate(
+    `${SERVICE}[server]\nurl = "https://mcp.example.com/mcp"\n[token]\nsource = "exchange"\naudience = "api"\nresource = "https://mcp.example.com/mcp"\nscopes = ["read"]\nsubject = "id_token"\nmode = "refresh"\n`,
+  );
+  assert.ok(result.ok);
+  assert.equal(result.value.token.header, "Authorization");
+  assert.equal(result.value.token.format, "Bearer {token}");
+  assert.equal(result.value.token.audience, "api");
+  assert.equal(result.value.token.mode, "refresh");
+  assert.equal(
+    problem(
+      `${SERVICE}[server]\ncommand = "c"\n[token]\nsource = "secret"\nenv = "T"\naudience = "api"\n`,
+    ),
+    's.toml:8: token.audience: only applies to source = "exchange"; remove it',
+  );
+  assert.match(
+    problem(
+      `${SERVICE}[server]\nurl = "https://x"\n[token]\nsource = "exchange"\nmode = "swap"\n`,
+    ),
+    /token\.mode: must be one of/,
+  );
+  assert.match(
+    problem(
+      `${SERVICE}[server]\nurl = "https://x"\n[token]\nsource = "exchange"\nresource = "not a url"\n`,
+    ),
+    /token\.resource: must be an absolute URL/,
+  );
+});

@@ -313,6 +313,9 @@ async function route(
     const config = oidcConfig(await context.settings());
     const started = await context.login.oidc.start(config, {
       device: body.device === true,
+      exchanges: (await context.tokens.servicesWithSource("exchange")).map(
+        (service) => service.token,
+      ),
     });
     appendAudit(context.stateDir, { event: "login_start", provider: "oidc" });
     return ok<OAuthStarted>(started);

@@ -182,6 +182,15 @@ export class TokenBroker {
     };
   }
 
+  /** The valid services whose `[token] source` is `source`, freshly read. */
+  async servicesWithSource(source: string): Promise<Service[]> {
+    const { services } = await loadServices({
+      paths: this.#options.paths,
+      cache: this.#options.validationCache,
+    });
+    return services.filter((service) => service.token.source === source);
+  }
+
   /** The service `name`, freshly read; `unknown_service` when there is none. */
   service(name: string): Promise<Service> {
     return this.#service(name);

@@ -98,14 +98,12 @@ export async function requestDeviceAuthorization(options: {
   endpoint: string;
   clientId: string;
   scopes: string[];
-  /** More form fields: `resource`, `audience`. */
-  form?: Record<string, string>;
+  /** More form fields: `resource` (perhaps several), `audience`. */
+  form?: Record<string, string> | URLSearchParams;
 }): Promise<DeviceAuthorization> {
-  const form: Record<string, string> = {
-    client_id: options.clientId,
-    ...options.form,
-  };
-  if (options.scopes.length > 0) form.scope = options.scopes.join(" ");
+  const form = new URLSearchParams(options.form);
+  form.set("client_id", options.clientId);
+  if (options.scopes.length > 0) form.set("scope", options.scopes.join(" "));
   const answer = await requestJson(options.endpoint, { form });
   const read = readDeviceAuthorization(answer);
   if (typeof read === "string") {

@@ -55,6 +55,21 @@ export interface OidcProvider {
 export const TOKEN_EXCHANGE_GRANT =
   "urn:ietf:params:oauth:grant-type:token-exchange";
 
+/**
+ * How a `source = "exchange"` service's token is got: its `mode`, else
+ * `exchange` when the provider's discovery lists the token-exchange grant,
+ * else `refresh` (a refresh-token grant with its `resource`, RFC 8707).
+ */
+export function exchangeMode(
+  token: { mode?: "exchange" | "refresh" },
+  metadata: Pick<ServerMetadata, "grantTypesSupported">,
+): "exchange" | "refresh" {
+  if (token.mode) return token.mode;
+  return metadata.grantTypesSupported?.includes(TOKEN_EXCHANGE_GRANT)
+    ? "exchange"
+    : "refresh";
+}
+
 /** The lifetime assumed for an access token that states none. */
 const ASSUMED_LIFETIME_S = 300;
 
@@ -91,6 +106,8 @@ export class OidcLogin {
   #held: Held | undefined;
   #flows = new Map<string, PendingLogin>();
   #refreshing: Promise<Held> | undefined;
+  /** Every use of the refresh token, one after another (rotation). */
+  #queue: Promise<unknown> = Promise.resolve();
 
   /** True while a login is held (its refresh may still fail). */
   get loggedIn(): boolean {
@@ -122,14 +139,29 @@ export class OidcLogin {
    */
   async start(
     config: OidcConfig,
-    options: { device?: boolean } = {},
+    options: {
+      device?: boolean;
+      /**
+       * The `exchange` services' `resource` and `mode`: the login asks for
+       * the resources of those that will use refresh-token grants, since a
+       * refresh may only narrow to resources granted (RFC 8707 §2.2).
+       */
+      exchanges?: { resource?: string; mode?: "exchange" | "refresh" }[];
+    } = {},
   ): Promise<StartedFlow> {
     const provider = await discoverProvider(config.issuer);
     const { metadata } = provider;
     const flowId = randomString(16);
-    const extra: Record<string, string> = config.audience
-      ? { audience: config.audience }
-      : {};
+    const extra = new URLSearchParams(
+      config.audience ? { audience: config.audience } : {},
+    );
+    const resources = new Set(
+      (options.exchanges ?? []).filter((service) =>
+        service.resource !== undefined &&
+        exchangeMode(service, metadata) === "refresh"
+      ).map((service) => service.resource!),
+    );
+    for (const resource of resources) extra.append("resource", resource);
     if (options.device) {
       if (!metadata.deviceAuthorizationEndpoint) {
         throw new BrokerRequestError({
@@ -191,11 +223,11 @@ export class OidcLogin {
       nonce,
       code_challenge: challenge,
       code_challenge_method: "S256",
-      ...extra,
     };
     for (const [key, value] of Object.entries(query)) {
       url.searchParams.set(key, value);
     }
+    for (const [key, value] of extra) url.searchParams.append(key, value);
     this.#flows.set(flowId, {
       config,
       provider,
@@ -290,6 +322,11 @@ export class OidcLogin {
     return this.#held?.provider;
   }
 
+  /** The `[login]` the login was made with, when logged in. */
+  config(): OidcConfig | undefined {
+    return this.#held?.config;
+  }
+
   #fresh(): Promise<Held> {
     const held = this.#held;
     if (!held) return Promise.reject(notLoggedIn());
@@ -301,13 +338,62 @@ export class OidcLogin {
     if (isFresh(entry, Date.now())) {
       return Promise.resolve(held);
     }
-    this.#refreshing ??= this.#refresh(held).finally(() => {
+    this.#refreshing ??= this.#serial(() => this.#refresh()).finally(() => {
       this.#refreshing = undefined;
     });
     return this.#refreshing;
   }
 
-  async #refresh(held: Held): Promise<Held> {
+  /**
+   * A refresh-token grant with more parameters (`resource`, `scope`,
+   * `audience`): the fallback of `source = "exchange"` where the provider
+   * offers no token exchange. It waits its turn with every other use of the
+   * refresh token, and keeps a rotated one. The answer is the caller's to
+   * read; `invalid_grant` ends the login.
+   */
+  refreshGrant(form: Record<string, string>): Promise<JsonAnswer> {
+    return this.#serial(async () => {
+      const held = this.#held;
+      if (!held) throw notLoggedIn();
+      if (!held.refreshToken) {
+        throw notLoggedIn(
+          `the login at ${held.config.issuer} holds no refresh token ("offline_access" in [login] scopes)`,
+        );
+      }
+      const answer = await requestJson(held.provider.metadata.tokenEndpoint, {
+        form: {
+          ...form,
+          grant_type: "refresh_token",
+          refresh_token: held.refreshToken,
+          client_id: held.config.clientId,
+        },
+      });
+      const json = answer.json as Record<string, unknown> | undefined;
+      if (answer.status === 400 && json?.error === "invalid_grant") {
+        this.#forget(held);
+        throw notLoggedIn(`the login at ${held.config.issuer} has expired`);
+      }
+      if (
+        answer.status === 200 && typeof json?.refresh_token === "string" &&
+        this.#held === held
+      ) {
+        this.#held = { ...held, refreshToken: json.refresh_token };
+      }
+      return answer;
+    });
+  }
+
+  /** Runs `task` after every earlier use of the refresh token. */
+  #serial<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(task, task);
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  async #refresh(): Promise<Held> {
+    // Read at its turn: a fallback grant before it may have rotated it.
+    const held = this.#held;
+    if (!held) throw notLoggedIn();
     const { config, provider } = held;
     if (!held.refreshToken) {
       this.#forget(held);

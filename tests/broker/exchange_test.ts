@@ -146,6 +146,13 @@ Deno.test("exchange: per-service audience, resource and scope at the provider; o
   const issued = as.exchanges.map((e) => e.issued!).filter((t) => t);
   assert.deepEqual(filesContaining(home.root, issued), []);
   assert.ok(!who.stdout.includes(issued[0]));
+  // …nor in the daemon's argv or environment.
+  for (const pid of home.daemonPids()) {
+    for (const file of ["cmdline", "environ"]) {
+      const text = Deno.readTextFileSync(`/proc/${pid}/${file}`);
+      for (const token of issued) assert.ok(!text.includes(token), file);
+    }
+  }
 });
 
 Deno.test("exchange: a refusal names the service and the provider's error (77); no login is 77", async () => {

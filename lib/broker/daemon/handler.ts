@@ -324,9 +324,9 @@ async function route(
     allow("POST");
     const body = await readJson<OAuthFinishRequest>(request);
     const flow = requireString(body, "flow");
-    // A new login: no token of the old one is served again.
-    context.tokens.clear();
     const status = await context.login.oidc.finish(flow);
+    // A new login: no token got with the old one is served again.
+    context.tokens.clear();
     context.login.touch();
     appendAudit(context.stateDir, { event: "login", provider: "oidc" });
     return ok<OidcLoginStatus>(status);

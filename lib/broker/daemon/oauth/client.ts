@@ -366,6 +366,15 @@ export class OAuthClient {
     answer.catch(() => {});
     const flowId = randomString(16);
     this.#deviceFlows.set(flowId, { ...flow, answer, abort });
+    // A CLI that went away never finishes: forget the flow once the poll
+    // ended and a finish had ample time to come.
+    answer.catch(() => {}).finally(() => {
+      const timer = setTimeout(
+        () => this.#deviceFlows.delete(flowId),
+        60_000,
+      );
+      Deno.unrefTimer(timer as unknown as number);
+    });
     return {
       flow: flowId,
       url: authorization.verificationUriComplete ??

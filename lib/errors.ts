@@ -69,6 +69,8 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeMeaning>> = {
   needs_authorization: { status: 401, exitCode: ExitCode.NoPermission },
   oauth_failed: { status: 502, exitCode: ExitCode.Unavailable },
   oauth_unsupported: { status: 422, exitCode: ExitCode.Config },
+  invalid_config: { status: 422, exitCode: ExitCode.Config },
+  exchange_refused: { status: 403, exitCode: ExitCode.NoPermission },
   internal: { status: 500, exitCode: ExitCode.Software },
 };
 

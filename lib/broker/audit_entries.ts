@@ -14,6 +14,7 @@ export interface AuditEntry {
   event:
     | "token"
     | "token_failed"
+    | "login_start"
     | "login"
     | "login_failed"
     | "logout"

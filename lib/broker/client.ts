@@ -39,12 +39,14 @@ import type {
   Health,
   LoginAnswer,
   LoginRequest,
+  LogoutAnswer,
   OAuthRevoked,
   OAuthScopeChallenge,
   OAuthScopeRecorded,
   OAuthServiceStatus,
   OAuthStarted,
   OAuthStatusList,
+  OidcLoginStatus,
   SecretList,
   SecretRemoved,
   SessionEnded,
@@ -384,8 +386,8 @@ export function login(
 }
 
 /** `POST /v1/logout`: locks the store and drops every cached token. */
-export function logout(socket: string): Promise<Whoami> {
-  return callBroker<Whoami>({
+export function logout(socket: string): Promise<LogoutAnswer> {
+  return callBroker<LogoutAnswer>({
     socket,
     method: "POST",
     path: "/v1/logout",
@@ -619,21 +621,70 @@ const isOAuthStatus = (value: unknown): boolean =>
 /**
  * `POST /v1/oauth/start`: the daemon discovers `service`'s authorization
  * server, registers if needed, listens on loopback; the authorization URL
- * comes back.
+ * comes back. With `device`, it asks for a device code (RFC 8628) and polls;
+ * the verification URI and user code come back.
  */
 export function startAuthorization(
   socket: string,
   service: string,
+  options: { device?: boolean } = {},
 ): Promise<OAuthStarted> {
   return callBroker<OAuthStarted>({
     socket,
     method: "POST",
     path: "/v1/oauth/start",
-    body: { service },
+    body: options.device ? { service, device: true } : { service },
     timeoutMs: TOKEN_TIMEOUT_MS,
     isAnswer: (body) =>
       isObject(body) && typeof body.flow === "string" &&
-      typeof body.url === "string",
+      typeof body.url === "string" &&
+      (body.userCode === undefined || typeof body.userCode === "string"),
+  });
+}
+
+const isOidcStatus = (value: unknown): boolean =>
+  isObject(value) && typeof value.issuer === "string" &&
+  typeof value.subject === "string" &&
+  (value.email === undefined || typeof value.email === "string") &&
+  typeof value.since === "string" &&
+  typeof value.accessTokenExpiresAt === "string" &&
+  typeof value.refreshToken === "boolean" &&
+  typeof value.tokenExchange === "boolean";
+
+/**
+ * `POST /v1/oidc/start`: the daemon reads `[login]` of config.toml,
+ * discovers the OpenID provider and listens on loopback (or, with `device`,
+ * asks for a device code); the URL (and user code) come back.
+ */
+export function startOidcLogin(
+  socket: string,
+  options: { device?: boolean } = {},
+): Promise<OAuthStarted> {
+  return callBroker<OAuthStarted>({
+    socket,
+    method: "POST",
+    path: "/v1/oidc/start",
+    body: options.device ? { device: true } : {},
+    timeoutMs: TOKEN_TIMEOUT_MS,
+    isAnswer: (body) =>
+      isObject(body) && typeof body.flow === "string" &&
+      typeof body.url === "string" &&
+      (body.userCode === undefined || typeof body.userCode === "string"),
+  });
+}
+
+/** `POST /v1/oidc/finish`: waits for the sign-in; who is logged in. */
+export function finishOidcLogin(
+  socket: string,
+  flow: string,
+): Promise<OidcLoginStatus> {
+  return callBroker<OidcLoginStatus>({
+    socket,
+    method: "POST",
+    path: "/v1/oidc/finish",
+    body: { flow },
+    timeoutMs: AUTHORIZATION_TIMEOUT_MS,
+    isAnswer: isOidcStatus,
   });
 }
 
@@ -687,6 +738,11 @@ function brokerError(status: number, body: unknown): SherlockError {
   const error = (body as ErrorBody | undefined)?.error;
   const message = error?.message ?? `the broker answered HTTP ${status}`;
   if (error?.code === "not_logged_in") {
+    // A message that names its own login command (a `secret` service while
+    // only the OIDC login is held: `--local`) is passed on as it is.
+    if (message.includes('"sherlock login')) {
+      return errorWithExitCode(message, ExitCode.NoPermission);
+    }
     return new NotLoggedInError(`${message}; run "sherlock login"`);
   }
   if (error?.code === "wrong_passphrase") {

@@ -8,7 +8,7 @@
  * | GET  /v1/health          |                              | {@linkcode Health}  |
  * | GET  /v1/whoami          |                              | {@linkcode Whoami}  |
  * | POST /v1/login           | {@linkcode LoginRequest}     | {@linkcode LoginAnswer} |
- * | POST /v1/logout          |                              | {@linkcode Whoami}  |
+ * | POST /v1/logout          |                              | {@linkcode LogoutAnswer} |
  * | POST /v1/sessions        | {@linkcode SessionRequest}   | {@linkcode SessionGrant} |
  * | DELETE /v1/sessions/<id> | {@linkcode SessionEnd}       | {@linkcode SessionEnded} |
  * | POST /v1/token           | {@linkcode TokenRequest}     | {@linkcode TokenResponse} |
@@ -22,6 +22,8 @@
  * | GET  /v1/oauth/status    |                              | {@linkcode OAuthStatusList} |
  * | POST /v1/oauth/revoke    | {@linkcode OAuthRevokeRequest} | {@linkcode OAuthRevoked} |
  * | POST /v1/oauth/scope     | {@linkcode OAuthScopeChallenge} | {@linkcode OAuthScopeRecorded} |
+ * | POST /v1/oidc/start      | {@linkcode OidcStartRequest} | {@linkcode OAuthStarted} |
+ * | POST /v1/oidc/finish     | {@linkcode OAuthFinishRequest} | {@linkcode OidcLoginStatus} |
  *
  * Every failure is a 4xx/5xx with an {@linkcode ErrorBody}. Tokens are
  * served only to a registered session (`POST /v1/sessions`), which presents
@@ -59,10 +61,14 @@ export interface Health {
 
 /** `GET /v1/whoami`, and the answer to login and logout. */
 export interface Whoami {
-  /** True while the store is unlocked. */
+  /** True while the store is unlocked or an OIDC login is held. */
   loggedIn: boolean;
-  /** The login provider (`local`). */
+  /** The login provider: `oidc` while an OIDC login is held, else `local`. */
   provider: string;
+  /** True while the local store is unlocked (`secret` and `oauth` services). */
+  storeUnlocked?: boolean;
+  /** The OIDC login, while one is held. */
+  oidc?: OidcLoginStatus;
   /** Who is logged in (the operator's user name), when logged in. */
   user?: string;
   /** When the login happened (RFC 3339), when logged in. */
@@ -71,6 +77,39 @@ export interface Whoami {
   locksAt?: string;
   /** Whether the local store exists yet (the first login creates it). */
   storeExists: boolean;
+}
+
+/** Who is signed in at the OpenID provider: never a token. */
+export interface OidcLoginStatus {
+  /** The provider's issuer. */
+  issuer: string;
+  /** The ID token's `sub`. */
+  subject: string;
+  /** The ID token's `email`, when it has one. */
+  email?: string;
+  /** When the login happened (RFC 3339). */
+  since: string;
+  /** When the access token held expires (RFC 3339). */
+  accessTokenExpiresAt: string;
+  /**
+   * Whether a refresh token is held: the login then lasts until the
+   * provider ends it, a logout, the idle lock or the broker stopping.
+   */
+  refreshToken: boolean;
+  /** Whether the provider's discovery lists token exchange (RFC 8693). */
+  tokenExchange: boolean;
+}
+
+/** `POST /v1/oidc/start`: begin `sherlock login` at the OpenID provider. */
+export interface OidcStartRequest {
+  /** The device authorization grant (RFC 8628) instead of a browser. */
+  device?: boolean;
+}
+
+/** The answer to `POST /v1/logout`. */
+export interface LogoutAnswer extends Whoami {
+  /** True when the OpenID provider accepted the refresh token's revocation. */
+  revokedAtProvider?: boolean;
 }
 
 /** `POST /v1/login`. */
@@ -241,6 +280,8 @@ export type ErrorCode =
   | "needs_authorization"
   | "oauth_failed"
   | "oauth_unsupported"
+  | "invalid_config"
+  | "exchange_refused"
   | "internal";
 
 /** The body of every failed request. */
@@ -258,6 +299,8 @@ export interface ErrorBody {
 export interface OAuthStartRequest {
   /** The service (`[token] source = "oauth"`). */
   service: string;
+  /** Use the device authorization grant (RFC 8628) instead of a browser. */
+  device?: boolean;
 }
 
 /** The answer to `POST /v1/oauth/start`. */
@@ -266,6 +309,8 @@ export interface OAuthStarted {
   flow: string;
   /** The authorization URL the operator's browser opens (no secret). */
   url: string;
+  /** Device grant only: the user code the operator enters at `url`. */
+  userCode?: string;
 }
 
 /** `POST /v1/oauth/finish`: wait for the browser's redirect. */

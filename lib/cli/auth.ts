@@ -17,6 +17,7 @@ import {
 import { NAME_PATTERN } from "../config/names.ts";
 import { UsageError } from "../errors.ts";
 import { commandContext } from "./context.ts";
+import { openBrowser } from "./browser.ts";
 import { columns, printLine, printWarning } from "./output.ts";
 
 /** Runs the command; returns the exit code. */
@@ -26,23 +27,32 @@ export async function authCommand(args: readonly string[]): Promise<number> {
   if (first === "revoke") return await revoke(rest);
   const flags = args.filter((arg) => arg.startsWith("-"));
   const names = args.filter((arg) => !arg.startsWith("-"));
-  const unknown = flags.filter((flag) => flag !== "--no-browser");
+  const unknown = flags.filter((flag) =>
+    flag !== "--no-browser" && flag !== "--device"
+  );
   if (unknown.length > 0 || names.length !== 1) {
     throw new UsageError(
       unknown.length > 0
         ? `unknown option ${unknown[0]}; see sherlock auth --help`
-        : "usage: sherlock auth [--no-browser] <service>",
+        : "usage: sherlock auth [--no-browser | --device] <service>",
     );
   }
   const service = serviceName(names[0]);
+  const device = flags.includes("--device");
   const socket = await brokerSocket();
-  const { flow, url } = await startAuthorization(socket, service);
-  // The daemon listens already; ask for the result before the browser
-  // runs, since a headless one may finish before it exits.
+  const { flow, url, userCode } = await startAuthorization(socket, service, {
+    device,
+  });
+  // The daemon listens (or polls) already; ask for the result before the
+  // browser runs, since a headless one may finish before it exits.
   const finished = finishAuthorization(socket, flow);
   finished.catch(() => {});
-  printWarning(`to authorize ${service}, open: ${url}`);
-  const browser = flags.includes("--no-browser")
+  if (userCode !== undefined) {
+    printWarning(
+      `to authorize ${service}, open ${url} on any device and enter the code ${userCode}`,
+    );
+  } else printWarning(`to authorize ${service}, open: ${url}`);
+  const browser = flags.includes("--no-browser") || device
     ? undefined
     : openBrowser(url, Deno.env.get("BROWSER"));
   const result = await finished;
@@ -120,46 +130,6 @@ function serviceName(name: string): string {
     );
   }
   return name;
-}
-
-/**
- * Opens `url` with `$BROWSER` when set (the convention of git, gh and the
- * xdg tools), else the platform's opener when there is one. A browser that
- * fails is only a warning: the URL is printed.
- */
-async function openBrowser(url: string, browser?: string): Promise<void> {
-  const program = browser || platformOpener();
-  if (!program) return;
-  try {
-    const child = new Deno.Command(program, {
-      args: [url],
-      stdin: "null",
-      stdout: "null",
-      stderr: "null",
-    }).spawn();
-    const { code } = await child.status;
-    if (code !== 0) {
-      printWarning(`the browser (${program}) exited with ${code}`);
-    }
-  } catch {
-    printWarning(
-      `could not start the browser (${program}); open the URL above`,
-    );
-  }
-}
-
-function platformOpener(): string | undefined {
-  const name = Deno.build.os === "darwin" ? "open" : "xdg-open";
-  for (const folder of (Deno.env.get("PATH") ?? "").split(":")) {
-    if (folder === "") continue;
-    try {
-      const path = `${folder}/${name}`;
-      if (Deno.statSync(path).isFile) return path;
-    } catch {
-      // Not in this folder.
-    }
-  }
-  return undefined;
 }
 
 /** The running broker's socket: every auth command needs a login. */

@@ -140,10 +140,11 @@ Example:
     entry: "importCommand",
   },
   login: {
-    summary:
-      "unlock the secret store in the broker (creates it the first time)",
+    summary: "sign in at the OIDC provider, or unlock the local secret store",
     // The 8 is protocol.ts's MIN_PASSPHRASE_LENGTH (a test keeps them equal).
     help: `Usage: sherlock login [--passphrase-file PATH]
+       sherlock login [--device | --no-browser]      ([login] provider = "oidc")
+       sherlock login --local [--passphrase-file PATH]
 
 Unlocks the local secret store in the broker, which then serves tokens
 until "sherlock logout", the broker stops, or the idle timeout in
@@ -153,7 +154,17 @@ login creates the store (asking for the passphrase twice; at least
 
 The passphrase is read from the terminal without echo (three tries);
 with no terminal, from the first line of stdin, or of PATH with
---passphrase-file (e.g. --passphrase-file /dev/fd/3).`,
+--passphrase-file (e.g. --passphrase-file /dev/fd/3).
+
+With [login] provider = "oidc" in config.toml, login signs in at the
+OpenID provider instead: the browser ($BROWSER, else the platform's
+opener; the URL is always printed on stderr) with PKCE and a loopback
+redirect, or the device grant (--device, or on its own over SSH or
+without a display): open the printed URL on any device and enter the
+printed code. The broker keeps the provider's tokens in memory only: a
+broker restart, the idle timeout or logout asks for a new login.
+--local unlocks the local store instead, which "secret" and "oauth"
+services still need.`,
     module: "lib/cli/login.ts",
     entry: "loginCommand",
   },
@@ -161,15 +172,21 @@ with no terminal, from the first line of stdin, or of PATH with
     summary: "lock the store and drop cached tokens",
     help: `Usage: sherlock logout
 
-Locks the store in the broker and drops every cached token.`,
+Locks the store in the broker and drops every cached token. An OIDC
+login is forgotten too, its refresh token revoked at the provider
+(RFC 7009) when the provider offers revocation.`,
     module: "lib/cli/login.ts",
     entry: "logoutCommand",
   },
   whoami: {
     summary: "who is logged in, through which provider, since when",
-    help: `Usage: sherlock whoami
+    help: `Usage: sherlock whoami [--verbose]
 
-Who is logged in to the broker, through which provider, since when.
+Who is logged in to the broker, through which provider, since when. For
+an OIDC login: the issuer, the subject, the e-mail when the ID token has
+one, and when the access token is renewed (or the login ends).
+--verbose adds whether the provider offers token exchange (RFC 8693),
+which "exchange" services use, or the refresh-token fallback.
 Exit 0 when logged in, 77 when not.`,
     module: "lib/cli/login.ts",
     entry: "whoamiCommand",
@@ -192,7 +209,7 @@ warns when no service in services.d reads the name (it stores anyway);
   },
   auth: {
     summary: "authorize an OAuth service once; its status; revoke it",
-    help: `Usage: sherlock auth [--no-browser] <service>
+    help: `Usage: sherlock auth [--no-browser | --device] <service>
        sherlock auth status [--json]
        sherlock auth revoke <service>
 
@@ -200,7 +217,10 @@ Authorizes a service with [token] source = "oauth" (log in first): the
 broker discovers its authorization server, registers a client if needed,
 and listens on 127.0.0.1 for the redirect; the authorization URL opens in
 $BROWSER when set, else the platform's opener, and is always printed on
-stderr (--no-browser only prints it). The refresh token goes into the
+stderr (--no-browser only prints it). --device uses the device
+authorization grant (RFC 8628) where the server offers it, for SSH
+sessions: open the printed URL on any device and enter the printed code;
+the broker polls until you approve. The refresh token goes into the
 encrypted store; access tokens stay in the broker's memory, refreshed for
 every session. Nothing secret is printed. When a server has refused a
 request for want of scope (HTTP 403 insufficient_scope), the next auth asks

@@ -20,13 +20,19 @@ import {
 import { type LoginAnswer, MIN_PASSPHRASE_LENGTH } from "../broker/protocol.ts";
 import { ExitCode, UsageError, WrongPassphraseError } from "../errors.ts";
 import { describeFsError } from "../private_files.ts";
-import { describeLogin } from "./login_text.ts";
+import { describeLogin, loginDetails } from "./login_text.ts";
+import { chooseLogin, oidcLoginCommand } from "./login_oidc.ts";
 import { commandContext } from "./context.ts";
 import { printLine, printWarning } from "./output.ts";
 import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
 
-/** `sherlock login`. */
-export async function loginCommand(args: readonly string[]): Promise<number> {
+/** `sherlock login`: the OIDC provider's (login_oidc.ts) or the local store's. */
+export async function loginCommand(
+  allArgs: readonly string[],
+): Promise<number> {
+  const chosen = await chooseLogin(allArgs);
+  if ("oidc" in chosen) return await oidcLoginCommand(chosen.oidc);
+  const args = chosen.local;
   let passphraseFile: string | undefined;
   if (args.length > 0) {
     if (args[0] !== "--passphrase-file" || args.length !== 2) {
@@ -71,7 +77,15 @@ export async function logoutCommand(args: readonly string[]): Promise<number> {
   const socket = await runningBrokerSocket();
   if (socket === undefined) return 0;
   const before = await whoami(socket);
-  await logout(socket);
+  const answer = await logout(socket);
+  if (answer.revokedAtProvider !== undefined) {
+    printLine(
+      answer.revokedAtProvider
+        ? "logged out: the provider revoked the login; the store is locked and cached tokens are dropped"
+        : "logged out: the login is forgotten (the provider took no revocation); the store is locked and cached tokens are dropped",
+    );
+    return 0;
+  }
   printLine(
     before.loggedIn
       ? "logged out: the store is locked and cached tokens are dropped"
@@ -80,13 +94,16 @@ export async function logoutCommand(args: readonly string[]): Promise<number> {
   return 0;
 }
 
-/** `sherlock whoami`: exit 0 when logged in, 77 when not. */
+/** `sherlock whoami [--verbose]`: exit 0 when logged in, 77 when not. */
 export async function whoamiCommand(args: readonly string[]): Promise<number> {
-  if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
+  const verbose = args[0] === "--verbose";
+  const rest = verbose ? args.slice(1) : args;
+  if (rest.length > 0) throw new UsageError(`unexpected argument ${rest[0]}`);
   const socket = await runningBrokerSocket();
   if (socket === undefined) return ExitCode.NoPermission;
   const who = await whoami(socket);
   printLine(describeLogin(who));
+  if (verbose) { for (const line of loginDetails(who)) printLine(line); }
   return who.loggedIn ? 0 : ExitCode.NoPermission;
 }
 

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Whoami } from "../broker/protocol.ts";
+import type { OidcLoginStatus, Whoami } from "../broker/protocol.ts";
 
 /** One line describing a login, as `whoami` and `broker status` print it. */
 export function describeLogin(who: Whoami): string {
@@ -16,5 +16,38 @@ export function describeLogin(who: Whoami): string {
       : `not logged in (no ${who.provider} store yet; "sherlock login" creates it)`;
   }
   const locks = who.locksAt ? `, locks when idle at ${who.locksAt}` : "";
+  if (who.oidc) {
+    return `${describeOidcLogin(who.oidc)}${locks}; the local store is ${
+      who.storeUnlocked ? "unlocked" : "locked"
+    }`;
+  }
   return `${who.user} via the ${who.provider} provider, since ${who.since}${locks}`;
+}
+
+/** An OIDC login in one line: who, where, until when (no token). */
+export function describeOidcLogin(status: OidcLoginStatus): string {
+  const who = status.email
+    ? `${status.email} (subject ${status.subject})`
+    : `subject ${status.subject}`;
+  const ends = status.refreshToken
+    ? `the access token renews until the provider ends the login (next renewal by ${status.accessTokenExpiresAt})`
+    : `ends at ${status.accessTokenExpiresAt}`;
+  return `${who} at ${status.issuer}, since ${status.since}; ${ends}`;
+}
+
+/**
+ * `whoami --verbose`'s further lines: what the SSO login's provider offers
+ * for `source = "exchange"` services.
+ */
+export function loginDetails(who: Whoami): string[] {
+  if (!who.oidc) return [];
+  return [
+    `issuer: ${who.oidc.issuer}`,
+    `subject: ${who.oidc.subject}`,
+    ...(who.oidc.email ? [`e-mail: ${who.oidc.email}`] : []),
+    `refresh token held: ${who.oidc.refreshToken ? "yes" : "no"}`,
+    who.oidc.tokenExchange
+      ? `token exchange (RFC 8693): offered; exchange services use it unless their mode says "refresh"`
+      : `token exchange (RFC 8693): not offered; exchange services use a refresh-token grant with their resource (RFC 8707) unless their mode says "exchange"`,
+  ];
 }

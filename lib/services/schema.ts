@@ -127,6 +127,18 @@ const tokenSchema = z.strictObject({
     z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, "must be an OAuth scope"),
   ).optional(),
   send_resource: z.boolean().optional(),
+  subject: z.enum(["access_token", "id_token"]).optional(),
+  audience: z.string().min(1, "must not be empty").refine(
+    (value) => !hasControlCharacters(value),
+    "must not contain control characters",
+  ).optional(),
+  resource: z.url({ error: "must be an absolute URL (RFC 8707)" })
+    .optional(),
+  requested_token_type: z.string().regex(
+    /^urn:[A-Za-z0-9:._-]+$/,
+    "must be a token type URN (urn:ietf:params:oauth:token-type:…)",
+  ).optional(),
+  mode: z.enum(["exchange", "refresh"]).optional(),
 });
 
 /** The `[token]` keys only `source = "oauth"` takes. */
@@ -134,8 +146,16 @@ const OAUTH_KEYS = [
   "client_id",
   "client_secret",
   "client_metadata_url",
-  "scopes",
   "send_resource",
+] as const;
+
+/** The `[token]` keys only `source = "exchange"` takes. */
+const EXCHANGE_KEYS = [
+  "subject",
+  "audience",
+  "resource",
+  "requested_token_type",
+  "mode",
 ] as const;
 
 /** A service file as the schema normalizes it. */
@@ -173,6 +193,22 @@ export const serviceSchema = z.strictObject({
       "needs client_id: a client secret belongs to a client registered at the server",
     );
   }
+  if (token.source !== "exchange") {
+    for (const key of EXCHANGE_KEYS) {
+      if (token[key] !== undefined) {
+        issue(key, `only applies to source = "exchange"; remove it`);
+      }
+    }
+  }
+  if (
+    token.scopes !== undefined && token.source !== "oauth" &&
+    token.source !== "exchange"
+  ) {
+    issue(
+      "scopes",
+      `only applies to source = "oauth" or "exchange"; remove it`,
+    );
+  }
   if (token.source === "oauth" && stdio) {
     context.addIssue({
       code: "custom",
@@ -199,7 +235,10 @@ export const serviceSchema = z.strictObject({
   if (stdio && token.header !== undefined) {
     issue("header", "only applies to a remote server (url); use env");
   }
-  if (!stdio && token.header === undefined && token.source !== "oauth") {
+  if (
+    !stdio && token.header === undefined && token.source !== "oauth" &&
+    token.source !== "exchange"
+  ) {
     issue("header", "missing; name the HTTP header that carries the token");
   }
   if (!stdio && token.env !== undefined) {
@@ -233,15 +272,23 @@ export const serviceSchema = z.strictObject({
   token: {
     ...service.token,
     // OAuth access tokens are bearer tokens (RFC 6750): Authorization.
-    ...(service.token.source === "oauth" && service.token.header === undefined
+    ...(bearerByDefault(service) && service.token.header === undefined
       ? { header: "Authorization" }
       : {}),
     format: service.token.format ??
-      (service.token.header || service.token.source === "oauth"
+      (service.token.header || bearerByDefault(service)
         ? "Bearer {token}"
         : "{token}"),
   },
 }));
+
+/** A remote service whose token is an OAuth access token (a bearer token). */
+function bearerByDefault(
+  service: { server: { url?: string }; token: { source: string } },
+): boolean {
+  return service.token.source === "oauth" ||
+    (service.token.source === "exchange" && service.server.url !== undefined);
+}
 
 /** A validated, normalized service. */
 export type Service = z.output<typeof serviceSchema>;
@@ -280,6 +327,16 @@ export interface TokenSpec {
   scopes?: string[];
   /** `oauth`: send RFC 8707 `resource` (default true). */
   send_resource?: boolean;
+  /** `exchange`: the login's token presented, `access_token` by default. */
+  subject?: "access_token" | "id_token";
+  /** `exchange`: the RFC 8693 `audience`. */
+  audience?: string;
+  /** `exchange`: the RFC 8707 `resource`. */
+  resource?: string;
+  /** `exchange`: the token type asked for (default an access token). */
+  requested_token_type?: string;
+  /** `exchange`: token exchange or the refresh-token fallback (RFC 8707). */
+  mode?: "exchange" | "refresh";
 }
 
 interface NormalizedService {

@@ -7,7 +7,13 @@
  */
 
 /** Every value `[token] source` accepts. */
-export const TOKEN_SOURCES = ["none", "secret", "command", "oauth"] as const;
+export const TOKEN_SOURCES = [
+  "none",
+  "secret",
+  "command",
+  "oauth",
+  "exchange",
+] as const;
 
 /** One of {@linkcode TOKEN_SOURCES}. */
 export type TokenSourceName = typeof TOKEN_SOURCES[number];

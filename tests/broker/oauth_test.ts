@@ -996,3 +996,72 @@ Deno.test("a GitHub-like server: a token without expiry or refresh token is kept
   assert.notEqual(fresh.token, token);
   assert.equal(await callRemote(remote.url, fresh.token), 200);
 });
+
+/** `sherlock auth --device remote` started; its user code once printed. */
+async function startDeviceAuth(home: BrokerHome) {
+  const running = startSherlock(["auth", "--device", "remote"], {
+    env: home.env,
+    cwd: home.work,
+  });
+  const line = await waitUntil(
+    () =>
+      /open (\S+) on any device and enter the code (\S+)/.exec(
+        running.stderrSoFar(),
+      ) ?? undefined,
+    "the device grant's user code",
+  );
+  return { running, url: line[1], userCode: line[2] };
+}
+
+Deno.test("auth --device: the operator approves elsewhere; the broker polls, keeps the grant", async () => {
+  await using s = await setup();
+  const { as, remote, home } = s;
+  const { running, url, userCode } = await startDeviceAuth(home);
+  assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/device/);
+  // Nothing opened a browser: the URL is for another device.
+  assert.equal(as.counts.authorization, 0);
+  const approved = await as.approveDevice(userCode);
+  assert.match(approved.page, /device approved/);
+  const result = await running.result;
+  assert.equal(result.code, 0, result.stderr);
+  assert.match(result.stdout, /^authorized remote at http:\/\/127\.0\.0\.1/);
+  assert.ok(as.counts.device_authorization >= 1);
+  // The poll waited for the approval at the server's interval, not faster.
+  const polls = as.requests.filter((r) =>
+    r.grantType === "urn:ietf:params:oauth:grant-type:device_code"
+  );
+  assert.ok(polls.length >= 1 && polls.length <= 4, `${polls.length} polls`);
+  assert.ok(polls.every((p) => p.status === 200 || p.status === 400));
+
+  const capability = await session(home);
+  const { token } = await fetchToken(home.socket, {
+    service: "remote",
+    capability,
+  });
+  assert.equal(await callRemote(remote.url, token), 200);
+  assert.ok(!(result.stdout + result.stderr).includes(token));
+  assert.deepEqual(filesContaining(home.root, [token]), []);
+});
+
+Deno.test("auth --device: refused at the server is 77; no device endpoint is 78", async (t) => {
+  await t.step("refused", async () => {
+    await using s = await setup();
+    const { running, url } = await startDeviceAuth(s.home);
+    await s.as.approveDevice(url, { decision: "deny" });
+    const result = await running.result;
+    assert.equal(result.code, 77, result.stderr);
+    assert.match(
+      result.stderr,
+      /refused at the server; run "sherlock auth --device remote"/,
+    );
+  });
+  await t.step("no device_authorization_endpoint", async () => {
+    await using s = await setup({ deviceFlow: false });
+    const result = await s.home.sherlock(["auth", "--device", "remote"]);
+    assert.equal(result.code, 78, result.stderr);
+    assert.match(
+      result.stderr,
+      /^sherlock: the authorization server http:\S+ offers no device authorization .* without --device\n$/,
+    );
+  });
+});

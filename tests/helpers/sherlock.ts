@@ -64,6 +64,8 @@ export interface RunningSherlock {
   exited: Promise<{ code: number | null; signal: string | null }>;
   /** Resolves when it has exited and its output is complete. */
   result: Promise<SherlockResult>;
+  /** What it printed on stderr so far (for prompts a test answers). */
+  stderrSoFar(): string;
   /** Sends a signal to sherlock alone. */
   kill(signal: Deno.Signal): void;
   /** Sends a signal to sherlock's whole process group (detached only). */
@@ -141,6 +143,7 @@ export function startSherlock(
     pid,
     exited,
     result,
+    stderrSoFar: () => stderr,
     kill: (signal) => Deno.kill(pid, signal),
     killGroup: (signal) => Deno.kill(-pid, signal),
   };

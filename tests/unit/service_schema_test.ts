@@ -127,7 +127,7 @@ Deno.test("service: a misspelt key is reported first, with the key it resembles,
     /^s\.toml:6: token\.sorce: unknown key; did you mean source\? \(allowed here: source, /,
   );
   assert.deepEqual(lines.slice(1), [
-    's.toml:5: token.source: missing; one of "none", "secret", "command", "oauth" is required',
+    's.toml:5: token.source: missing; one of "none", "secret", "command", "oauth", "exchange" is required',
   ]);
   assert.doesNotMatch(lines.join("\n"), /more problem/);
 });
@@ -160,5 +160,34 @@ Deno.test("service: [token] client_secret names a stored secret, with a client_i
       `${SERVICE}[server]\nurl = "https://x.example/mcp"\n[token]\nsource = "secret"\nheader = "Authorization"\nclient_secret = "app-secret"\n`,
     ),
     /token\.client_secret: only applies to source = "oauth"/,
+  );
+});
+
+Deno.test('service: source = "exchange" keys, Authorization Bearer by default, and keys it alone takes', () => {
+  const result = validate(
+    `${SERVICE}[server]\nurl = "https://mcp.example.com/mcp"\n[token]\nsource = "exchange"\naudience = "api"\nresource = "https://mcp.example.com/mcp"\nscopes = ["read"]\nsubject = "id_token"\nmode = "refresh"\n`,
+  );
+  assert.ok(result.ok);
+  assert.equal(result.value.token.header, "Authorization");
+  assert.equal(result.value.token.format, "Bearer {token}");
+  assert.equal(result.value.token.audience, "api");
+  assert.equal(result.value.token.mode, "refresh");
+  assert.equal(
+    problem(
+      `${SERVICE}[server]\ncommand = "c"\n[token]\nsource = "secret"\nenv = "T"\naudience = "api"\n`,
+    ),
+    's.toml:8: token.audience: only applies to source = "exchange"; remove it',
+  );
+  assert.match(
+    problem(
+      `${SERVICE}[server]\nurl = "https://x"\n[token]\nsource = "exchange"\nmode = "swap"\n`,
+    ),
+    /token\.mode: must be one of/,
+  );
+  assert.match(
+    problem(
+      `${SERVICE}[server]\nurl = "https://x"\n[token]\nsource = "exchange"\nresource = "not a url"\n`,
+    ),
+    /token\.resource: must be an absolute URL/,
   );
 });

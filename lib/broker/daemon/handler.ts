@@ -15,6 +15,7 @@ import {
   type ErrorCode,
   type Health,
   type LoginRequest,
+  type LogoutAnswer,
   MAX_BODY_BYTES,
   MAX_SERVICES_PER_REQUEST,
   MIN_PASSPHRASE_LENGTH,
@@ -27,6 +28,8 @@ import {
   type OAuthStarted,
   type OAuthStartRequest,
   type OAuthStatusList,
+  type OidcLoginStatus,
+  type OidcStartRequest,
   type SecretList,
   type SecretValue,
   type SessionEnd,
@@ -39,8 +42,11 @@ import {
   type TokensRequest,
   type TokensResponse,
 } from "../protocol.ts";
+import type { Settings } from "../../config/settings.ts";
+import { DEFAULT_OIDC_SCOPES } from "../../config/settings_schema.ts";
 import { appendAudit } from "./audit_log.ts";
 import { readChallengedScopes } from "./oauth/rules.ts";
+import type { OidcConfig } from "./oauth/oidc_login.ts";
 import type { LoginState } from "./login_state.ts";
 import { isInternalSecretName, SecretStoreError } from "./secret_store.ts";
 import { BrokerRequestError } from "./request_error.ts";
@@ -61,6 +67,8 @@ export interface HandlerContext {
   shutdown: () => void;
   /** Writes a line to the daemon's own log (never a secret). */
   log: (line: string) => void;
+  /** Reads config.toml afresh (`[login]` for an OIDC login). */
+  settings: () => Promise<Settings>;
 }
 
 /** Answers one request. Never throws. */
@@ -162,10 +170,18 @@ async function route(
   if (pathname === "/v1/logout") {
     allow("POST");
     await discardBody(request);
+    const oidc = await context.login.oidc.logout();
     context.tokens.clear();
     const whoami = context.login.logout();
-    appendAudit(context.stateDir, { event: "logout", provider: "local" });
-    return ok(whoami);
+    appendAudit(context.stateDir, {
+      event: "logout",
+      provider: oidc.wasLoggedIn ? "oidc" : "local",
+    });
+    return ok<LogoutAnswer>(
+      oidc.wasLoggedIn
+        ? { ...whoami, revokedAtProvider: oidc.revokedAtServer }
+        : whoami,
+    );
   }
   if (pathname === "/v1/sessions") {
     allow("POST");
@@ -224,7 +240,8 @@ async function route(
     const capability = requireString(body, "capability");
     const defer = optionalDefer(body, services);
     const session = registeredSession(context, capability, services);
-    unlockedStore(context);
+    // The local store or the OIDC login; each source checks what it needs.
+    if (!context.login.loggedIn) unlockedStore(context);
     const results = await Promise.all(
       services.map(async (service): Promise<TokenResult> => {
         try {
@@ -290,6 +307,33 @@ async function route(
   if (pathname.startsWith("/v1/oauth/")) {
     return await oauthRoute(request, pathname, context);
   }
+  if (pathname === "/v1/oidc/start") {
+    allow("POST");
+    const body = await readJson<OidcStartRequest>(request);
+    if (body.device !== undefined && typeof body.device !== "boolean") {
+      throw badRequest(`"device" must be a boolean`);
+    }
+    const config = oidcConfig(await context.settings());
+    const started = await context.login.oidc.start(config, {
+      device: body.device === true,
+      exchanges: (await context.tokens.servicesWithSource("exchange")).map(
+        (service) => service.token,
+      ),
+    });
+    appendAudit(context.stateDir, { event: "login_start", provider: "oidc" });
+    return ok<OAuthStarted>(started);
+  }
+  if (pathname === "/v1/oidc/finish") {
+    allow("POST");
+    const body = await readJson<OAuthFinishRequest>(request);
+    const flow = requireString(body, "flow");
+    const status = await context.login.oidc.finish(flow);
+    // A new login: no token got with the old one is served again.
+    context.tokens.clear();
+    context.login.touch();
+    appendAudit(context.stateDir, { event: "login", provider: "oidc" });
+    return ok<OidcLoginStatus>(status);
+  }
   if (pathname === "/v1/shutdown") {
     allow("POST");
     await discardBody(request);
@@ -320,9 +364,14 @@ async function oauthRoute(
   if (pathname === "/v1/oauth/start") {
     const body = await readJson<OAuthStartRequest>(request);
     const name = requireName(body, "service");
+    if (body.device !== undefined && typeof body.device !== "boolean") {
+      throw badRequest(`"device" must be a boolean`);
+    }
     const store = unlockedStore(context);
     const service = await context.tokens.service(name);
-    const started = await oauth.start(service, store);
+    const started = await oauth.start(service, store, {
+      device: body.device === true,
+    });
     appendAudit(context.stateDir, { event: "oauth_start", service: name });
     return ok<OAuthStarted>(started);
   }
@@ -368,6 +417,24 @@ async function oauthRoute(
   }
   await discardBody(request);
   return failure("not_found", `no such endpoint: ${pathname}`);
+}
+
+/** `[login]` of config.toml as the OIDC login takes it. */
+function oidcConfig(settings: Settings): OidcConfig {
+  const login = settings.login;
+  if (login.provider !== "oidc" || !login.issuer || !login.client_id) {
+    throw new BrokerRequestError({
+      code: "invalid_config",
+      message:
+        `config.toml has no [login] provider = "oidc" (with issuer and client_id); see the README's SSO section`,
+    });
+  }
+  return {
+    issuer: login.issuer,
+    clientId: login.client_id,
+    scopes: login.scopes ?? DEFAULT_OIDC_SCOPES,
+    audience: login.audience,
+  };
 }
 
 function notAllowed(method: string, pathname: string): BrokerRequestError {

@@ -1,6 +1,8 @@
 /**
  * Who is logged in to the daemon: the `local` provider's unlocked secret
- * store, since when, and the optional idle timeout that locks it again.
+ * store, the `oidc` provider's login (`oauth/oidc_login.ts`, held in memory
+ * only), since when, and the optional idle timeout that ends both again.
+ * Either one is a login; `secret` and `oauth` services need the store.
  *
  * Logins take turns: each one derives a key with scrypt (128 MiB, most of a
  * second), so concurrent ones would multiply the daemon's memory, and a
@@ -13,6 +15,7 @@
 
 import { userInfo } from "node:os";
 import type { LoginAnswer, Whoami } from "../protocol.ts";
+import { OidcLogin } from "./oauth/oidc_login.ts";
 import {
   createStore,
   type SecretStore,
@@ -55,6 +58,8 @@ export class LoginState {
   /** Wrong passphrases in a row, and when the last one was told. */
   #failures = 0;
   #lastFailure = 0;
+  /** The login at the OpenID provider (`[login] provider = "oidc"`). */
+  readonly oidc: OidcLogin = new OidcLogin();
 
   /** Starts logged out. */
   constructor(options: LoginStateOptions) {
@@ -66,16 +71,24 @@ export class LoginState {
     return this.#store;
   }
 
+  /** True while the store is unlocked or an OIDC login is held. */
+  get loggedIn(): boolean {
+    return this.#store !== undefined || this.oidc.loggedIn;
+  }
+
   /** What `GET /v1/whoami` answers. */
   whoami(): Whoami {
+    const oidc = this.oidc.status();
     const answer: Whoami = {
-      loggedIn: this.#store !== undefined,
-      provider: "local",
+      loggedIn: this.loggedIn,
+      provider: oidc ? "oidc" : "local",
+      storeUnlocked: this.#store !== undefined,
       storeExists: storeExists(this.#options.storePath),
     };
-    if (this.#store !== undefined) {
-      answer.user = userName();
-      answer.since = this.#since?.toISOString();
+    if (oidc) answer.oidc = oidc;
+    if (this.loggedIn) {
+      answer.user = oidc ? (oidc.email ?? oidc.subject) : userName();
+      answer.since = oidc?.since ?? this.#since?.toISOString();
       if (this.#locksAt) answer.locksAt = this.#locksAt.toISOString();
     }
     return answer;
@@ -130,10 +143,14 @@ export class LoginState {
     return { ...this.whoami(), created };
   }
 
-  /** Locks the store and forgets the login. */
+  /**
+   * Locks the store and forgets the login (the OIDC one too; revoking its
+   * refresh token at the provider is `oidc.logout()`, awaited before).
+   */
   logout(): Whoami {
     this.#store?.lock();
     this.#store = undefined;
+    this.oidc.clear();
     this.#since = undefined;
     this.#locksAt = undefined;
     clearTimeout(this.#idleTimer);
@@ -143,7 +160,7 @@ export class LoginState {
   /** Records activity: the idle timeout starts again. */
   touch(): void {
     const seconds = this.#options.idleTimeoutSeconds;
-    if (!seconds || this.#store === undefined) return;
+    if (!seconds || !this.loggedIn) return;
     clearTimeout(this.#idleTimer);
     this.#locksAt = new Date(Date.now() + seconds * 1000);
     this.#idleTimer = setTimeout(() => {

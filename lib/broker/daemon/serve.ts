@@ -20,7 +20,9 @@ import { join } from "node:path";
 import { CantCreateError } from "../../errors.ts";
 import type { SherlockPaths } from "../../config/sherlock_paths.ts";
 import { ensurePrivateDir, removeIfPresent } from "../../private_files.ts";
-import type { Settings } from "../../config/settings.ts";
+import { loadSettings, type Settings } from "../../config/settings.ts";
+import { InvalidFileError } from "../../config/toml_files.ts";
+import { BrokerRequestError } from "./request_error.ts";
 import { ValidationCache } from "../../config/validation_cache.ts";
 import { VERSION } from "../../version.ts";
 import { MAX_BODY_BYTES } from "../protocol.ts";
@@ -140,6 +142,17 @@ export async function serveBroker(
     started,
     shutdown: () => setTimeout(stop, 0),
     log,
+    settings: async () => {
+      try {
+        return await loadSettings({ paths, cache: validationCache });
+      } catch (error) {
+        if (!(error instanceof InvalidFileError)) throw error;
+        throw new BrokerRequestError({
+          code: "invalid_config",
+          message: error.message,
+        });
+      }
+    },
   };
 
   ensurePrivateDir(paths.runtimeDir);
@@ -176,6 +189,7 @@ export async function serveBroker(
   // inode numbers are reused too soon to tell.
   // An authorization waiting for its browser would hold the shutdown.
   tokens.oauth.close();
+  login.oidc.close();
   await server.shutdown();
   login.logout();
   tokens.clear();

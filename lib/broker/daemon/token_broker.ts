@@ -110,7 +110,7 @@ export class TokenBroker {
           `service ${request.service} is not one of session ${session}'s services`,
       });
     }
-    if (this.#options.login.store === undefined) throw notLoggedIn();
+    if (!this.#options.login.loggedIn) throw notLoggedIn();
     const service = await this.#service(request.service);
     const { token } = service;
     if (token.source === "none") {
@@ -140,7 +140,7 @@ export class TokenBroker {
       const served = this.#handoffs.take(handoff) ??
         await this.#cache.get(key, () => this.#fetch(service));
       // A logout or idle lock while the helper ran: no token for anyone.
-      if (this.#options.login.store === undefined) throw notLoggedIn();
+      if (!this.#options.login.loggedIn) throw notLoggedIn();
       this.#options.login.touch();
       if (
         request.deferIfContains?.some((part) => served.token.includes(part))
@@ -229,6 +229,15 @@ export class TokenBroker {
     };
   }
 
+  /** The valid services whose `[token] source` is `source`, freshly read. */
+  async servicesWithSource(source: string): Promise<Service[]> {
+    const { services } = await loadServices({
+      paths: this.#options.paths,
+      cache: this.#options.validationCache,
+    });
+    return services.filter((service) => service.token.source === source);
+  }
+
   /** The service `name`, freshly read; `unknown_service` when there is none. */
   service(name: string): Promise<Service> {
     return this.#service(name);
@@ -264,12 +273,12 @@ export class TokenBroker {
     const { source } = service.token;
     // token() refused "none" already; the store may have locked meanwhile.
     if (source === "none") throw new Error("source none has no token");
-    const store = this.#options.login.store;
-    if (store === undefined) throw notLoggedIn();
+    if (!this.#options.login.loggedIn) throw notLoggedIn();
     return tokenSource(source).fetchToken(service, {
-      store,
+      store: this.#options.login.store,
       helperCwd: this.#options.helperCwd,
       oauth: this.oauth,
+      oidc: this.#options.login.oidc,
     });
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The broker's OAuth client (MCP authorization 2025-11-25): discovery,
  * client registration, the authorization-code flow with PKCE on a loopback
- * listener (`sherlock auth`), refresh (one at a time per service, the
+ * listener (`sherlock auth`) or the device grant (`sherlock auth --device`,
+ * device_grant.ts), refresh (one at a time per service, the
  * rotated refresh token stored before the access token is handed out),
  * revocation and status. A client secret (`[token] client_secret`, or a
  * registration's) goes with every token-endpoint request, by the method
@@ -26,7 +27,13 @@ import {
   writeGrant,
 } from "./grants.ts";
 import { parseBearerChallenge } from "../../../runtime/bearer_challenge.ts";
-import { failed, origin, requestJson } from "./http.ts";
+import {
+  DEVICE_CODE_GRANT,
+  pollDeviceToken,
+  requestDeviceAuthorization,
+} from "./device_grant.ts";
+import { failed, type JsonAnswer, origin, requestJson } from "./http.ts";
+import { CALLBACK_PATH, listenForRedirect } from "./loopback.ts";
 import {
   authorizationServerMetadataUrls,
   canonicalResource,
@@ -52,9 +59,6 @@ export const AUTHORIZATION_TIMEOUT_MS = 300_000;
 /** The lifetime assumed for an access token that states none. */
 const ASSUMED_LIFETIME_S = 300;
 
-/** The redirect path on the loopback listener. */
-const CALLBACK_PATH = "/callback";
-
 /** Who the client is at one server, and how it proves it. */
 interface ClientIdentity {
   clientId: string;
@@ -76,10 +80,33 @@ interface Flow {
   verifier: string;
   state: string;
   redirectUri: string;
-  server: Deno.HttpServer;
   result: Promise<URLSearchParams>;
-  cancel: (why: string) => void;
+  /** Ends the flow: a waiting `result` rejects with `why`. */
+  close: (why: string) => void;
   timer: ReturnType<typeof setTimeout>;
+}
+
+/** A device-grant flow: the daemon polls while the operator approves. */
+interface DeviceFlow {
+  service: string;
+  issuer: string;
+  client: ClientIdentity;
+  metadata: ServerMetadata;
+  resource: string | null;
+  scopes: string[];
+  /** The scopes of a step-up this flow asks for (a 403's). */
+  stepUp: string[];
+  /** The poll; settles with the token endpoint's answer. */
+  answer: Promise<JsonAnswer>;
+  abort: AbortController;
+}
+
+/** What `start` returns: the flow's id and what the operator opens. */
+export interface StartedFlow {
+  flow: string;
+  url: string;
+  /** Device grant only: the code the operator enters at `url`. */
+  userCode?: string;
 }
 
 interface MemoryToken extends Token {
@@ -89,6 +116,7 @@ interface MemoryToken extends Token {
 /** The OAuth state of one daemon: flows under way, access tokens. */
 export class OAuthClient {
   #flows = new Map<string, Flow>();
+  #deviceFlows = new Map<string, DeviceFlow>();
   #tokens = new Map<string, MemoryToken>();
   #refreshing = new Map<string, Promise<Token>>();
   /** Called when a service's grant changes: the broker drops its cache. */
@@ -219,11 +247,14 @@ export class OAuthClient {
   /**
    * Starts `sherlock auth` for `service`: discovery, registration, a
    * loopback listener; returns the flow's id and the authorization URL.
+   * With `device`, the device grant instead: the verification URI and the
+   * user code, while the daemon polls.
    */
   async start(
     service: Service,
     store: SecretStore,
-  ): Promise<{ flow: string; url: string }> {
+    options: { device?: boolean } = {},
+  ): Promise<StartedFlow> {
     const name = service.service.name;
     const server = service.server;
     if (!("url" in server) || service.token.source !== "oauth") {
@@ -245,12 +276,19 @@ export class OAuthClient {
     }
     const discovered = await discover(server.url);
     const metadata = discovered.metadata;
-    if (!metadata.codeChallengeMethods.includes("S256")) {
+    if (options.device && !metadata.deviceAuthorizationEndpoint) {
+      throw unsupported(
+        `the authorization server ${metadata.issuer} offers no device authorization (RFC 8628: no device_authorization_endpoint); run "sherlock auth ${name}" without --device`,
+      );
+    }
+    if (!options.device && !metadata.codeChallengeMethods.includes("S256")) {
       throw unsupported(
         `the authorization server ${metadata.issuer} does not advertise PKCE S256; sherlock refuses to authorize without it`,
       );
     }
-    const client = await this.#client(service, metadata, store);
+    const client = await this.#client(service, metadata, store, {
+      device: options.device === true,
+    });
     const held = readGrant(store, name);
     const stepUp = held?.scopesNeeded ?? [];
     const scopes = chooseScopes({
@@ -263,33 +301,27 @@ export class OAuthClient {
     const resource = service.token.send_resource === false
       ? null
       : canonicalResource(server.url);
+    if (options.device) {
+      return await this.#startDevice({
+        service: name,
+        issuer: metadata.issuer,
+        client,
+        metadata,
+        resource,
+        scopes,
+        stepUp,
+      }, store);
+    }
     const { verifier, challenge } = await pkcePair();
     const state = randomString(32);
     const flowId = randomString(16);
-    let deliver!: (query: URLSearchParams) => void;
-    let cancel!: (why: string) => void;
-    const result = new Promise<URLSearchParams>((resolve, reject) => {
-      deliver = resolve;
-      cancel = (why) => reject(failed(why));
+    const listener = listenForRedirect({
+      unfinished:
+        `the authorization of ${name} ended unfinished; run "sherlock auth ${name}" again`,
+      received:
+        "sherlock received the authorization; you can close this window.",
     });
-    result.catch(() => {});
-    const listener = Deno.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      onListen: () => {},
-    }, (request) => {
-      const url = new URL(request.url);
-      if (url.pathname !== CALLBACK_PATH) {
-        return new Response("not found", { status: 404 });
-      }
-      deliver(url.searchParams);
-      return new Response(
-        "sherlock received the authorization; you can close this window.\n",
-        { headers: { "Content-Type": "text/plain; charset=utf-8" } },
-      );
-    });
-    const redirectUri =
-      `http://127.0.0.1:${listener.addr.port}${CALLBACK_PATH}`;
+    const { redirectUri } = listener;
     const url = new URL(metadata.authorizationEndpoint);
     const query: Record<string, string> = {
       response_type: "code",
@@ -323,9 +355,8 @@ export class OAuthClient {
       verifier,
       state,
       redirectUri,
-      server: listener,
-      result,
-      cancel,
+      result: listener.result,
+      close: listener.close,
       timer,
     });
     return { flow: flowId, url: url.href };
@@ -342,6 +373,8 @@ export class OAuthClient {
     store: () => SecretStore,
     signal?: AbortSignal,
   ): Promise<OAuthServiceStatus> {
+    const device = this.#deviceFlows.get(flowId);
+    if (device) return await this.#finishDevice(flowId, device, store);
     const flow = this.#flows.get(flowId);
     if (!flow) {
       throw new BrokerRequestError({
@@ -391,6 +424,81 @@ export class OAuthClient {
       form,
       headers: client.headers,
     });
+    return await this.#keepGrant(flow, answer, store);
+  }
+
+  /** Asks for a device code and polls for it in the background. */
+  async #startDevice(
+    flow: Omit<DeviceFlow, "answer" | "abort">,
+    store: SecretStore,
+  ): Promise<StartedFlow> {
+    const form: Record<string, string> = {};
+    if (flow.resource !== null) form.resource = flow.resource;
+    // A confidential client authenticates at both endpoints; its secret is
+    // read once, for the whole poll.
+    const client = clientAuthentication({
+      clientId: flow.client.clientId,
+      clientSecret: clientSecret(
+        { ...flow.client, issuer: flow.issuer },
+        store,
+        flow.service,
+      ),
+      method: flow.client.clientAuth,
+    });
+    const authorization = await requestDeviceAuthorization({
+      endpoint: flow.metadata.deviceAuthorizationEndpoint!,
+      client,
+      scopes: flow.scopes,
+      form,
+    });
+    const abort = new AbortController();
+    const answer = pollDeviceToken({
+      tokenEndpoint: flow.metadata.tokenEndpoint,
+      client,
+      authorization,
+      form,
+      signal: abort.signal,
+      deadline: Date.now() + AUTHORIZATION_TIMEOUT_MS,
+      retry: `sherlock auth --device ${flow.service}`,
+    });
+    answer.catch(() => {});
+    const flowId = randomString(16);
+    this.#deviceFlows.set(flowId, { ...flow, answer, abort });
+    // A CLI that went away never finishes: forget the flow once the poll
+    // ended and a finish had ample time to come.
+    answer.catch(() => {}).finally(() => {
+      const timer = setTimeout(
+        () => this.#deviceFlows.delete(flowId),
+        60_000,
+      );
+      Deno.unrefTimer(timer as unknown as number);
+    });
+    return {
+      flow: flowId,
+      url: authorization.verificationUriComplete ??
+        authorization.verificationUri,
+      userCode: authorization.userCode,
+    };
+  }
+
+  async #finishDevice(
+    flowId: string,
+    flow: DeviceFlow,
+    store: () => SecretStore,
+  ): Promise<OAuthServiceStatus> {
+    try {
+      return await this.#keepGrant(flow, await flow.answer, store);
+    } finally {
+      this.#deviceFlows.delete(flowId);
+    }
+  }
+
+  /** Stores the grant of a token answer that ended a flow. */
+  async #keepGrant(
+    flow: Omit<DeviceFlow, "answer" | "abort">,
+    answer: JsonAnswer,
+    store: () => SecretStore,
+  ): Promise<OAuthServiceStatus> {
     const tokens = tokenAnswer(answer, flow.metadata.tokenEndpoint);
     // No expiry and no refresh token (GitHub's OAuth Apps): the access
     // token is the grant's only credential, kept in the store with it.
@@ -429,8 +537,7 @@ export class OAuthClient {
     if (!flow) return;
     this.#flows.delete(flowId);
     clearTimeout(flow.timer);
-    flow.cancel(why);
-    flow.server.shutdown().catch(() => {});
+    flow.close(why);
   }
 
   /** Ends every flow (the daemon stops). */
@@ -438,6 +545,8 @@ export class OAuthClient {
     for (const id of [...this.#flows.keys()]) {
       this.#endFlow(id, "the broker stopped");
     }
+    for (const flow of this.#deviceFlows.values()) flow.abort.abort();
+    this.#deviceFlows.clear();
   }
 
   /**
@@ -535,6 +644,7 @@ export class OAuthClient {
     service: Service,
     metadata: ServerMetadata,
     store: SecretStore,
+    options: { device: boolean },
   ): Promise<ClientIdentity> {
     const { token } = service;
     const name = service.service.name;
@@ -563,7 +673,8 @@ export class OAuthClient {
       return { clientId: token.client_metadata_url };
     }
     const stored = readClient(store, metadata.issuer);
-    if (stored) {
+    // A registration made without the device grant cannot poll: register anew.
+    if (stored && (!options.device || stored.deviceGrant)) {
       return {
         clientId: stored.clientId,
         ...(stored.clientSecret && stored.clientAuth
@@ -585,7 +696,11 @@ export class OAuthClient {
         client_name: "sherlock",
         application_type: "native",
         redirect_uris: [`http://127.0.0.1${CALLBACK_PATH}`],
-        grant_types: ["authorization_code", "refresh_token"],
+        grant_types: [
+          "authorization_code",
+          "refresh_token",
+          ...(metadata.deviceAuthorizationEndpoint ? [DEVICE_CODE_GRANT] : []),
+        ],
         response_types: ["code"],
         token_endpoint_auth_method: "none",
       }),
@@ -625,6 +740,7 @@ export class OAuthClient {
       issuer: metadata.issuer,
       clientId: json.client_id,
       ...(clientAuth ? { clientSecret: secret, clientAuth } : {}),
+      deviceGrant: metadata.deviceAuthorizationEndpoint !== undefined,
     });
     return { clientId: json.client_id, ...(clientAuth ? { clientAuth } : {}) };
   }
@@ -703,7 +819,7 @@ async function discover(serverUrl: string): Promise<Discovered> {
 }
 
 /** The parts of a token endpoint's answer; throws on an error answer. */
-function tokenAnswer(
+export function tokenAnswer(
   answer: Awaited<ReturnType<typeof requestJson>>,
   endpoint: string,
 ): {

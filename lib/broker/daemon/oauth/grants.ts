@@ -56,6 +56,8 @@ export interface StoredClient {
   clientSecret?: string;
   /** How that secret is sent to the token endpoint. */
   clientAuth?: ClientAuthMethod;
+  /** Registered with the device grant (RFC 8628) among its grant types. */
+  deviceGrant?: boolean;
 }
 
 /** The store name of a service's grant. */

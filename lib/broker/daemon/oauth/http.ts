@@ -29,7 +29,8 @@ export async function requestJson(
   url: string,
   init: {
     method?: string;
-    form?: Record<string, string>;
+    /** A form; URLSearchParams when a key repeats (several `resource`). */
+    form?: Record<string, string> | URLSearchParams;
     body?: string;
     headers?: Record<string, string>;
   } = {},

@@ -98,6 +98,10 @@ export interface ServerMetadata {
   tokenEndpoint: string;
   registrationEndpoint?: string;
   revocationEndpoint?: string;
+  /** RFC 8628: where a device code is asked for. */
+  deviceAuthorizationEndpoint?: string;
+  /** `grant_types_supported`, when the metadata lists them. */
+  grantTypesSupported?: string[];
   codeChallengeMethods: string[];
   scopesSupported?: string[];
   clientIdMetadataDocumentSupported: boolean;
@@ -143,6 +147,8 @@ export function readServerMetadata(
     tokenEndpoint,
     registrationEndpoint: endpoint("registration_endpoint"),
     revocationEndpoint: endpoint("revocation_endpoint"),
+    deviceAuthorizationEndpoint: endpoint("device_authorization_endpoint"),
+    grantTypesSupported: stringList(body.grant_types_supported),
     codeChallengeMethods: stringList(body.code_challenge_methods_supported) ??
       [],
     scopesSupported: stringList(body.scopes_supported),

@@ -8,7 +8,11 @@
 
 import type { Service } from "../../../services/loader.ts";
 import type { Token } from "../token_cache.ts";
-import type { SourceContext, TokenSource } from "./token_source.ts";
+import {
+  requireStore,
+  type SourceContext,
+  type TokenSource,
+} from "./token_source.ts";
 
 /** The service's access token, from memory or one refresh. */
 export const oauthSource: TokenSource = { fetchToken: oauthToken };
@@ -17,5 +21,9 @@ function oauthToken(service: Service, context: SourceContext): Promise<Token> {
   if (context.oauth === undefined) {
     return Promise.reject(new Error("the daemon gave no OAuth client"));
   }
-  return context.oauth.token(service, context.store);
+  try {
+    return context.oauth.token(service, requireStore(service, context));
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }

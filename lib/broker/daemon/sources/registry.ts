@@ -19,6 +19,7 @@
 
 import type { FetchingSourceName } from "../../../services/token_sources.ts";
 import { commandSource } from "./command.ts";
+import { exchangeSource } from "./exchange.ts";
 import { oauthSource } from "./oauth.ts";
 import { secretSource } from "./secret.ts";
 import type { TokenSource } from "./token_source.ts";
@@ -35,6 +36,7 @@ export function registeredSources(): FetchingSourceName[] {
 
 const SOURCES: Readonly<Record<FetchingSourceName, TokenSource>> = {
   command: commandSource,
+  exchange: exchangeSource,
   oauth: oauthSource,
   secret: secretSource,
 };

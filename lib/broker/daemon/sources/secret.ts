@@ -8,7 +8,11 @@
 import type { Service } from "../../../services/loader.ts";
 import { BrokerRequestError } from "../request_error.ts";
 import type { Token } from "../token_cache.ts";
-import type { SourceContext, TokenSource } from "./token_source.ts";
+import {
+  requireStore,
+  type SourceContext,
+  type TokenSource,
+} from "./token_source.ts";
 
 /** The stored secret of the service; it never expires, so is not cached. */
 export const secretSource: TokenSource = { fetchToken: storedSecret };
@@ -18,7 +22,12 @@ function storedSecret(
   context: SourceContext,
 ): Promise<Token> {
   const name = service.service.name;
-  const value = context.store.get(name);
+  let value: string | undefined;
+  try {
+    value = requireStore(service, context).get(name);
+  } catch (error) {
+    return Promise.reject(error);
+  }
   if (value === undefined) {
     return Promise.reject(
       new BrokerRequestError({

@@ -8,6 +8,8 @@
 
 import type { Service } from "../../../services/loader.ts";
 import type { OAuthClient } from "../oauth/client.ts";
+import type { OidcLogin } from "../oauth/oidc_login.ts";
+import { BrokerRequestError } from "../request_error.ts";
 import type { SecretStore } from "../secret_store.ts";
 import type { Token } from "../token_cache.ts";
 
@@ -29,13 +31,32 @@ export interface TokenSource {
  */
 export interface SourceContext {
   /**
-   * The unlocked secret store: the broker checked the login before the
-   * call, and checks it again before serving the token. A source keeps what
-   * must outlive the daemon (an OAuth grant) here.
+   * The unlocked secret store, or undefined when only the OIDC login is
+   * held (see {@linkcode requireStore}). The broker checked the login
+   * before the call, and checks it again before serving the token. A
+   * source keeps what must outlive the daemon (an OAuth grant) here.
    */
-  store: SecretStore;
+  store?: SecretStore;
   /** The folder credential helpers run in; the daemon's own when unset. */
   helperCwd?: string;
   /** The daemon's OAuth client (`source = "oauth"`): grants, refreshes. */
   oauth?: OAuthClient;
+  /** The OIDC login (`source = "exchange"`): its tokens, its provider. */
+  oidc?: OidcLogin;
+}
+
+/**
+ * The unlocked store, for a source that reads it; `not_logged_in` naming
+ * `sherlock login --local` when only the OIDC login is held.
+ */
+export function requireStore(
+  service: Service,
+  context: SourceContext,
+): SecretStore {
+  if (context.store) return context.store;
+  throw new BrokerRequestError({
+    code: "not_logged_in",
+    message:
+      `service ${service.service.name} reads the local store, which is locked: run "sherlock login --local"`,
+  });
 }

@@ -1,0 +1,592 @@
+/**
+ * `sherlock login` at an OpenID provider (`[login] provider = "oidc"`): the
+ * authorization-code flow with PKCE and a nonce on a loopback listener, or
+ * the device grant (RFC 8628); the ID token validated (`id_token.ts`); the
+ * provider's tokens kept in this object's memory only — like ssh-agent, a
+ * broker restart, an idle lock or a logout forgets them, and the next token
+ * request asks for `sherlock login` in one line. One refresh at a time; the
+ * rotated refresh token replaces the spent one before the new access token
+ * is handed out. Logout revokes the refresh token (RFC 7009) where offered.
+ *
+ * @module
+ */
+
+import type { OidcLoginStatus } from "../../protocol.ts";
+import { BrokerRequestError } from "../request_error.ts";
+import { isFresh, type Token } from "../token_cache.ts";
+import {
+  AUTHORIZATION_TIMEOUT_MS,
+  type StartedFlow,
+  tokenAnswer,
+} from "./client.ts";
+import {
+  type ClientCredentials,
+  pollDeviceToken,
+  requestDeviceAuthorization,
+} from "./device_grant.ts";
+import { failed, type JsonAnswer, origin, requestJson } from "./http.ts";
+import {
+  type IdTokenClaims,
+  IdTokenError,
+  type Jwk,
+  verifyIdToken,
+} from "./id_token.ts";
+import { listenForRedirect, type LoopbackListener } from "./loopback.ts";
+import {
+  authorizationServerMetadataUrls,
+  checkAuthorizationResponse,
+  pkcePair,
+  randomString,
+  readServerMetadata,
+  type ServerMetadata,
+} from "./rules.ts";
+
+/** `[login]` of config.toml with `provider = "oidc"`, defaults applied. */
+export interface OidcConfig {
+  issuer: string;
+  clientId: string;
+  scopes: readonly string[];
+  audience?: string;
+}
+
+/** What discovery found at the provider. */
+export interface OidcProvider {
+  metadata: ServerMetadata;
+  jwksUri: string;
+}
+
+/** The grant type RFC 8693 registers, as discovery lists it. */
+export const TOKEN_EXCHANGE_GRANT =
+  "urn:ietf:params:oauth:grant-type:token-exchange";
+
+/**
+ * How a `source = "exchange"` service's token is got: its `mode`, else
+ * `exchange` when the provider's discovery lists the token-exchange grant,
+ * else `refresh` (a refresh-token grant with its `resource`, RFC 8707).
+ */
+export function exchangeMode(
+  token: { mode?: "exchange" | "refresh" },
+  metadata: Pick<ServerMetadata, "grantTypesSupported">,
+): "exchange" | "refresh" {
+  if (token.mode) return token.mode;
+  return metadata.grantTypesSupported?.includes(TOKEN_EXCHANGE_GRANT)
+    ? "exchange"
+    : "refresh";
+}
+
+/** The lifetime assumed for an access token that states none. */
+const ASSUMED_LIFETIME_S = 300;
+
+interface PendingLogin {
+  config: OidcConfig;
+  provider: OidcProvider;
+  /** Browser flow: the listener, the PKCE verifier, state and nonce. */
+  browser?: {
+    listener: LoopbackListener;
+    verifier: string;
+    state: string;
+    nonce: string;
+  };
+  /** Device flow: the poll. */
+  device?: { answer: Promise<JsonAnswer>; abort: AbortController };
+  timer: ReturnType<typeof setTimeout>;
+}
+
+/** The provider's tokens and who they are for: memory only. */
+interface Held {
+  config: OidcConfig;
+  provider: OidcProvider;
+  claims: IdTokenClaims;
+  idToken: string;
+  accessToken: string;
+  accessExpiresAt: number;
+  accessFetchedAt: number;
+  refreshToken?: string;
+  since: Date;
+}
+
+/** The OIDC login of one daemon. */
+export class OidcLogin {
+  #held: Held | undefined;
+  #flows = new Map<string, PendingLogin>();
+  #refreshing: Promise<Held> | undefined;
+  /** Every use of the refresh token, one after another (rotation). */
+  #queue: Promise<unknown> = Promise.resolve();
+
+  /** True while a login is held (its refresh may still fail). */
+  get loggedIn(): boolean {
+    return this.#held !== undefined;
+  }
+
+  /** Who is logged in, and until when; never a token. */
+  status(): OidcLoginStatus | undefined {
+    const held = this.#held;
+    if (!held) return undefined;
+    return {
+      issuer: held.config.issuer,
+      subject: held.claims.sub,
+      ...(typeof held.claims.email === "string"
+        ? { email: held.claims.email }
+        : {}),
+      since: held.since.toISOString(),
+      accessTokenExpiresAt: new Date(held.accessExpiresAt).toISOString(),
+      refreshToken: held.refreshToken !== undefined,
+      tokenExchange: held.provider.metadata.grantTypesSupported?.includes(
+        TOKEN_EXCHANGE_GRANT,
+      ) ?? false,
+    };
+  }
+
+  /**
+   * Starts a login: discovery, then a loopback listener and the
+   * authorization URL, or (`device`) a device code.
+   */
+  async start(
+    config: OidcConfig,
+    options: {
+      device?: boolean;
+      /**
+       * The `exchange` services' `resource` and `mode`: the login asks for
+       * the resources of those that will use refresh-token grants, since a
+       * refresh may only narrow to resources granted (RFC 8707 §2.2).
+       */
+      exchanges?: { resource?: string; mode?: "exchange" | "refresh" }[];
+    } = {},
+  ): Promise<StartedFlow> {
+    const provider = await discoverProvider(config.issuer);
+    const { metadata } = provider;
+    const flowId = randomString(16);
+    const extra = new URLSearchParams(
+      config.audience ? { audience: config.audience } : {},
+    );
+    const resources = new Set(
+      (options.exchanges ?? []).filter((service) =>
+        service.resource !== undefined &&
+        exchangeMode(service, metadata) === "refresh"
+      ).map((service) => service.resource!),
+    );
+    for (const resource of resources) extra.append("resource", resource);
+    if (options.device) {
+      if (!metadata.deviceAuthorizationEndpoint) {
+        throw new BrokerRequestError({
+          code: "oauth_unsupported",
+          message:
+            `the provider ${config.issuer} offers no device authorization (no device_authorization_endpoint); run "sherlock login" on a machine with a browser, or without --device`,
+        });
+      }
+      const authorization = await requestDeviceAuthorization({
+        endpoint: metadata.deviceAuthorizationEndpoint,
+        client: publicClient(config.clientId),
+        scopes: [...config.scopes],
+        form: extra,
+      });
+      const abort = new AbortController();
+      const answer = pollDeviceToken({
+        tokenEndpoint: metadata.tokenEndpoint,
+        client: publicClient(config.clientId),
+        authorization,
+        signal: abort.signal,
+        deadline: Date.now() + AUTHORIZATION_TIMEOUT_MS,
+        retry: "sherlock login --device",
+      });
+      answer.catch(() => {});
+      this.#flows.set(flowId, {
+        config,
+        provider,
+        device: { answer, abort },
+        timer: this.#expire(flowId),
+      });
+      return {
+        flow: flowId,
+        url: authorization.verificationUriComplete ??
+          authorization.verificationUri,
+        userCode: authorization.userCode,
+      };
+    }
+    if (!metadata.codeChallengeMethods.includes("S256")) {
+      throw new BrokerRequestError({
+        code: "oauth_unsupported",
+        message:
+          `the provider ${config.issuer} does not advertise PKCE S256; sherlock refuses to sign in without it`,
+      });
+    }
+    const { verifier, challenge } = await pkcePair();
+    const state = randomString(32);
+    const nonce = randomString(32);
+    const listener = listenForRedirect({
+      unfinished: `the login ended unfinished; run "sherlock login" again`,
+      received: "sherlock received the login; you can close this window.",
+    });
+    const url = new URL(metadata.authorizationEndpoint);
+    const query: Record<string, string> = {
+      response_type: "code",
+      client_id: config.clientId,
+      redirect_uri: listener.redirectUri,
+      scope: config.scopes.join(" "),
+      state,
+      nonce,
+      code_challenge: challenge,
+      code_challenge_method: "S256",
+    };
+    for (const [key, value] of Object.entries(query)) {
+      url.searchParams.set(key, value);
+    }
+    for (const [key, value] of extra) url.searchParams.append(key, value);
+    this.#flows.set(flowId, {
+      config,
+      provider,
+      browser: { listener, verifier, state, nonce },
+      timer: this.#expire(flowId),
+    });
+    return { flow: flowId, url: url.href };
+  }
+
+  /**
+   * Waits for flow `flowId` to end (the redirect, or the device approval),
+   * validates the ID token and holds the tokens. Returns the new status.
+   */
+  async finish(flowId: string): Promise<OidcLoginStatus> {
+    const flow = this.#flows.get(flowId);
+    if (!flow) {
+      throw new BrokerRequestError({
+        code: "bad_request",
+        message: "no login under way (it ended or timed out)",
+      });
+    }
+    try {
+      const { config, provider } = flow;
+      let answer: JsonAnswer;
+      let nonce: string | undefined;
+      if (flow.browser) {
+        const { listener, state, verifier } = flow.browser;
+        nonce = flow.browser.nonce;
+        const query = await listener.result;
+        const checked = checkAuthorizationResponse(query, {
+          state,
+          issuer: config.issuer,
+          issRequired: provider.metadata.issParameterSupported,
+        });
+        if ("problem" in checked) throw failed(checked.problem);
+        answer = await requestJson(provider.metadata.tokenEndpoint, {
+          form: {
+            grant_type: "authorization_code",
+            code: checked.code,
+            redirect_uri: listener.redirectUri,
+            client_id: config.clientId,
+            code_verifier: verifier,
+          },
+        });
+      } else {
+        answer = await flow.device!.answer;
+      }
+      const tokens = tokenAnswer(answer, provider.metadata.tokenEndpoint);
+      const idToken = (answer.json as Record<string, unknown>).id_token;
+      if (typeof idToken !== "string") {
+        throw failed(
+          `the provider ${config.issuer} answered no ID token; [login] scopes must include "openid"`,
+        );
+      }
+      const claims = await validate(idToken, { config, provider, nonce });
+      this.#refreshing = undefined;
+      this.#held = {
+        config,
+        provider,
+        claims,
+        idToken,
+        accessToken: tokens.accessToken,
+        accessExpiresAt: expiry(tokens.expiresIn),
+        accessFetchedAt: Date.now(),
+        refreshToken: tokens.refreshToken,
+        since: new Date(),
+      };
+      return this.status()!;
+    } finally {
+      this.#endFlow(flowId);
+    }
+  }
+
+  /**
+   * A fresh access token of the login: the one held, else one refresh — a
+   * single one for all callers. Throws `not_logged_in` without a login or
+   * when the provider ended it.
+   */
+  async accessToken(): Promise<Token> {
+    const held = await this.#fresh();
+    return { token: held.accessToken, expiresAt: held.accessExpiresAt };
+  }
+
+  /** The ID token of the login (for `subject = "id_token"` exchanges). */
+  async idToken(): Promise<Token> {
+    const held = await this.#fresh();
+    return { token: held.idToken, expiresAt: held.claims.exp * 1000 };
+  }
+
+  /** What discovery found, when logged in (the exchange's endpoint). */
+  provider(): OidcProvider | undefined {
+    return this.#held?.provider;
+  }
+
+  /** The `[login]` the login was made with, when logged in. */
+  config(): OidcConfig | undefined {
+    return this.#held?.config;
+  }
+
+  #fresh(): Promise<Held> {
+    const held = this.#held;
+    if (!held) return Promise.reject(notLoggedIn());
+    const entry = {
+      token: held.accessToken,
+      expiresAt: held.accessExpiresAt,
+      fetchedAt: held.accessFetchedAt,
+    };
+    if (isFresh(entry, Date.now())) {
+      return Promise.resolve(held);
+    }
+    this.#refreshing ??= this.#serial(() => this.#refresh()).finally(() => {
+      this.#refreshing = undefined;
+    });
+    return this.#refreshing;
+  }
+
+  /**
+   * A refresh-token grant with more parameters (`resource`, `scope`,
+   * `audience`): the fallback of `source = "exchange"` where the provider
+   * offers no token exchange. It waits its turn with every other use of the
+   * refresh token, and keeps a rotated one. The answer is the caller's to
+   * read; `invalid_grant` ends the login.
+   */
+  refreshGrant(form: Record<string, string>): Promise<JsonAnswer> {
+    return this.#serial(async () => {
+      const held = this.#held;
+      if (!held) throw notLoggedIn();
+      if (!held.refreshToken) {
+        throw notLoggedIn(
+          `the login at ${held.config.issuer} holds no refresh token ("offline_access" in [login] scopes)`,
+        );
+      }
+      const answer = await requestJson(held.provider.metadata.tokenEndpoint, {
+        form: {
+          ...form,
+          grant_type: "refresh_token",
+          refresh_token: held.refreshToken,
+          client_id: held.config.clientId,
+        },
+      });
+      const json = answer.json as Record<string, unknown> | undefined;
+      if (answer.status === 400 && json?.error === "invalid_grant") {
+        this.#forget(held);
+        throw notLoggedIn(`the login at ${held.config.issuer} has expired`);
+      }
+      if (
+        answer.status === 200 && typeof json?.refresh_token === "string" &&
+        this.#held === held
+      ) {
+        this.#held = { ...held, refreshToken: json.refresh_token };
+      }
+      return answer;
+    });
+  }
+
+  /** Runs `task` after every earlier use of the refresh token. */
+  #serial<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(task, task);
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  async #refresh(): Promise<Held> {
+    // Read at its turn: a fallback grant before it may have rotated it.
+    const held = this.#held;
+    if (!held) throw notLoggedIn();
+    const { config, provider } = held;
+    if (!held.refreshToken) {
+      this.#forget(held);
+      throw notLoggedIn(`the login at ${config.issuer} has expired`);
+    }
+    const answer = await requestJson(provider.metadata.tokenEndpoint, {
+      form: {
+        grant_type: "refresh_token",
+        refresh_token: held.refreshToken,
+        client_id: config.clientId,
+      },
+    });
+    const json = answer.json as Record<string, unknown> | undefined;
+    if (answer.status === 400 && json?.error === "invalid_grant") {
+      this.#forget(held);
+      throw notLoggedIn(`the login at ${config.issuer} has expired`);
+    }
+    const tokens = tokenAnswer(answer, provider.metadata.tokenEndpoint);
+    let { claims, idToken } = held;
+    if (typeof json?.id_token === "string") {
+      const renewed = await validate(json.id_token, { config, provider });
+      if (renewed.sub !== held.claims.sub) {
+        this.#forget(held);
+        throw failed(
+          `the provider ${config.issuer} renewed the login for another subject; run "sherlock login" again`,
+        );
+      }
+      claims = renewed;
+      idToken = json.id_token;
+    }
+    // A logout meanwhile: what came back is not kept.
+    if (this.#held !== held) throw notLoggedIn();
+    // The rotated refresh token replaces the spent one before the new
+    // access token is handed out: reusing a spent one revokes the grant at
+    // many providers.
+    const next: Held = {
+      ...held,
+      claims,
+      idToken,
+      accessToken: tokens.accessToken,
+      accessExpiresAt: expiry(tokens.expiresIn),
+      accessFetchedAt: Date.now(),
+      refreshToken: tokens.refreshToken ?? held.refreshToken,
+    };
+    this.#held = next;
+    return next;
+  }
+
+  #forget(held: Held): void {
+    if (this.#held === held) this.#held = undefined;
+  }
+
+  /**
+   * Revokes the refresh token at the provider (RFC 7009, when it offers a
+   * revocation endpoint) and forgets the login.
+   */
+  async logout(): Promise<{ wasLoggedIn: boolean; revokedAtServer: boolean }> {
+    const held = this.#held;
+    this.clear();
+    if (!held) return { wasLoggedIn: false, revokedAtServer: false };
+    const endpoint = held.provider.metadata.revocationEndpoint;
+    const token = held.refreshToken ?? held.accessToken;
+    let revokedAtServer = false;
+    if (endpoint) {
+      try {
+        const answer = await requestJson(endpoint, {
+          form: {
+            token,
+            token_type_hint: held.refreshToken
+              ? "refresh_token"
+              : "access_token",
+            client_id: held.config.clientId,
+          },
+        });
+        revokedAtServer = answer.status === 200;
+      } catch {
+        // Forgotten here all the same: the operator asked for that.
+      }
+    }
+    return { wasLoggedIn: true, revokedAtServer };
+  }
+
+  /** Forgets the login and its tokens (idle lock, broker stop). */
+  clear(): void {
+    this.#held = undefined;
+    this.#refreshing = undefined;
+  }
+
+  /** Ends every login under way (the daemon stops). */
+  close(): void {
+    for (const id of [...this.#flows.keys()]) this.#endFlow(id);
+  }
+
+  #expire(flowId: string): ReturnType<typeof setTimeout> {
+    return setTimeout(() => this.#endFlow(flowId), AUTHORIZATION_TIMEOUT_MS);
+  }
+
+  #endFlow(flowId: string): void {
+    const flow = this.#flows.get(flowId);
+    if (!flow) return;
+    this.#flows.delete(flowId);
+    clearTimeout(flow.timer);
+    flow.browser?.listener.close();
+    flow.device?.abort.abort();
+  }
+}
+
+/**
+ * The provider's metadata: OpenID discovery (the issuer's path with
+ * `/.well-known/openid-configuration` appended), then RFC 8414. The
+ * metadata must name the configured issuer, and a `jwks_uri`.
+ */
+export async function discoverProvider(issuer: string): Promise<OidcProvider> {
+  const base = issuer.replace(/\/$/, "");
+  const urls = [
+    `${base}/.well-known/openid-configuration`,
+    ...authorizationServerMetadataUrls(issuer),
+  ].filter((url, index, all) => all.indexOf(url) === index);
+  for (const url of urls) {
+    const answer = await requestJson(url);
+    if (answer.status !== 200 || answer.notJson) continue;
+    const metadata = readServerMetadata(answer.json, issuer);
+    if (typeof metadata === "string") {
+      throw new BrokerRequestError({
+        code: "oauth_unsupported",
+        message: `${metadata}; check [login] issuer in config.toml`,
+      });
+    }
+    const jwksUri = (answer.json as Record<string, unknown>).jwks_uri;
+    if (typeof jwksUri !== "string") {
+      throw new BrokerRequestError({
+        code: "oauth_unsupported",
+        message:
+          `the provider ${issuer} publishes no jwks_uri: it is not an OpenID provider`,
+      });
+    }
+    return { metadata, jwksUri };
+  }
+  throw new BrokerRequestError({
+    code: "oauth_unsupported",
+    message: `${
+      origin(issuer)
+    } publishes no OpenID configuration for ${issuer}; check [login] issuer in config.toml`,
+  });
+}
+
+/** The ID token's claims, its signature checked with the provider's JWKS. */
+async function validate(
+  idToken: string,
+  options: { config: OidcConfig; provider: OidcProvider; nonce?: string },
+): Promise<IdTokenClaims> {
+  const { config, provider } = options;
+  const answer = await requestJson(provider.jwksUri);
+  const keys = (answer.json as { keys?: unknown } | undefined)?.keys;
+  if (answer.status !== 200 || !Array.isArray(keys)) {
+    throw failed(
+      `the provider's JWKS at ${
+        origin(provider.jwksUri)
+      } answered HTTP ${answer.status} without keys`,
+    );
+  }
+  try {
+    return await verifyIdToken(idToken, keys as Jwk[], {
+      issuer: config.issuer,
+      clientId: config.clientId,
+      nonce: options.nonce,
+    });
+  } catch (error) {
+    if (error instanceof IdTokenError) {
+      throw failed(
+        `the ID token from ${config.issuer} was refused: ${error.message}`,
+      );
+    }
+    throw error;
+  }
+}
+
+function expiry(expiresIn: number | undefined): number {
+  return Date.now() + (expiresIn ?? ASSUMED_LIFETIME_S) * 1000;
+}
+
+/** `not_logged_in`: the client adds `run "sherlock login"`. */
+function notLoggedIn(
+  message = "not logged in at the OpenID provider",
+): BrokerRequestError {
+  return new BrokerRequestError({ code: "not_logged_in", message });
+}
+
+/** A public client's part of a request: its `client_id` in the form. */
+function publicClient(clientId: string): ClientCredentials {
+  return { form: { client_id: clientId }, headers: {} };
+}

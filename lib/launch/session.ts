@@ -55,6 +55,7 @@ import {
   SignalRelay,
   spawnError,
 } from "./spawn.ts";
+import type { ServiceFlags } from "./service_selection.ts";
 
 /** What `sherlock run` asks for. */
 export interface SessionOptions {
@@ -76,6 +77,8 @@ export interface SessionOptions {
    * `[run] strict` asks the same).
    */
   strict: boolean;
+  /** `--service` / `--no-service` (`service_selection.ts`). */
+  serviceFlags: ServiceFlags;
 }
 
 /**
@@ -99,6 +102,14 @@ export async function prepareSession(
     agent: options.agent,
     profile,
     services,
+    selection: {
+      flags: options.serviceFlags,
+      // A malformed file's name is still a service's name (file = name).
+      malformed: problems.map((problem) =>
+        problem.path.slice(problem.path.lastIndexOf("/") + 1)
+          .replace(/\.toml$/, "")
+      ),
+    },
     settings,
     userArgs: options.userArgs,
     context: { env: options.env, uid: options.uid },

@@ -78,6 +78,11 @@ export const KEY_COMMENTS: Readonly<Record<string, string>> = {
   argv: "[argv]: <executable> <prefix…> [flag value] <your args…> <suffix…>.",
   "argv.prefix": "Words before the MCP flag and your arguments.",
   "argv.suffix": "Words after your arguments.",
+  "argv.no_session":
+    "A first argument that needs no MCP config and no broker (--help).",
+  services: "[services]: which services its sessions get (default: every one).",
+  "services.include": 'Only these, e.g. ["github", "docs"].',
+  "services.exclude": 'Every service but these, e.g. ["jira"].',
   forbid:
     "[forbid]: removed from the agent's environment, even when [env] sets\nthem.",
   "forbid.env": 'Variable names, e.g. ["ANTHROPIC_API_KEY"].',

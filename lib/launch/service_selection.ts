@@ -38,7 +38,10 @@ export interface ExcludedService {
 export interface ServiceSelection {
   /** The session's services, in the order of `services`. */
   selected: Service[];
-  /** The others, each with why. */
+  /**
+   * The others, each with why; then the malformed files' names that the
+   * flags, the profile or the default leave out (no warning for those).
+   */
   excluded: ExcludedService[];
   /**
    * Services named by `--service` or `[services] include` that their own
@@ -104,47 +107,68 @@ export function selectServices(
   const refused: ServiceSelection["refused"] = [];
   for (const service of options.services) {
     const name = service.service.name;
-    const out = (cause: ExclusionCause, reason: string) =>
-      excluded.push({ service: name, cause, reason });
-    const named = flags.only.length > 0
-      ? flags.only.includes(name)
-      : include?.includes(name) === true;
-    if (flags.only.length > 0 && !named) {
-      out("flag", "not named by --service");
-    } else if (flags.only.length === 0 && include !== undefined && !named) {
-      out("profile", `not in the profile's [services] include`);
-    } else if (flags.only.length === 0 && exclude?.includes(name)) {
-      out("profile", `in the profile's [services] exclude`);
-    } else if (
-      flags.only.length === 0 && include === undefined &&
-      options.defaultSet === "none"
-    ) {
-      out(
-        "default",
-        `config.toml's [services] default = "none", and neither the profile nor --service names it`,
-      );
-    } else if (flags.without.includes(name)) {
-      out("flag", "--no-service");
-    } else {
-      const agents = service.service.agents;
-      if (agents !== undefined && !agents.includes(agent)) {
-        const reason = `its [service] agents is ${
-          agents.join(", ")
-        }, not ${agent}`;
-        if (named) {
-          refused.push({
-            service: name,
-            reason: `service ${name} is named by ${
-              flags.only.length > 0 ? "--service" : "the profile's include"
-            } but ${reason}`,
-          });
-        } else out("agents", reason);
-        continue;
-      }
-      selected.push(service);
+    const out = exclusionByName(name, options);
+    if (out !== undefined) {
+      excluded.push(out);
+      continue;
     }
+    const agents = service.service.agents;
+    if (agents === undefined || agents.includes(agent)) {
+      selected.push(service);
+      continue;
+    }
+    const reason = `its [service] agents is ${agents.join(", ")}, not ${agent}`;
+    if (flags.only.includes(name) || include?.includes(name)) {
+      refused.push({
+        service: name,
+        reason: `service ${name} is named by ${
+          flags.only.length > 0 ? "--service" : "the profile's include"
+        } but ${reason}`,
+      });
+    } else excluded.push({ service: name, cause: "agents", reason });
+  }
+  // A malformed file that the names leave out needs no warning either.
+  for (const name of options.malformed ?? []) {
+    const out = exclusionByName(name, options);
+    if (out !== undefined) excluded.push(out);
   }
   return { selected, excluded, refused };
+}
+
+/**
+ * Why the names leave `name` out (the flags, the profile, the default), or
+ * undefined when they keep it; a service's own `agents` is not a name rule.
+ */
+function exclusionByName(
+  name: string,
+  options: SelectServicesOptions,
+): ExcludedService | undefined {
+  const { only, without } = options.flags;
+  const { include, exclude } = options.profile.profile.services ?? {};
+  const out = (cause: ExclusionCause, reason: string) => ({
+    service: name,
+    cause,
+    reason,
+  });
+  if (only.length > 0) {
+    return only.includes(name)
+      ? undefined
+      : out("flag", "not named by --service");
+  }
+  if (include !== undefined && !include.includes(name)) {
+    return out("profile", "not in the profile's [services] include");
+  }
+  if (exclude?.includes(name)) {
+    return out("profile", "in the profile's [services] exclude");
+  }
+  if (include === undefined && options.defaultSet === "none") {
+    return out(
+      "default",
+      `config.toml's [services] default = "none", and neither the profile nor --service names it`,
+    );
+  }
+  if (without.includes(name)) return out("flag", "--no-service");
+  return undefined;
 }
 
 function requireKnown(name: string, known: readonly string[], where: string) {

@@ -104,11 +104,7 @@ export async function prepareSession(
     services,
     selection: {
       flags: options.serviceFlags,
-      // A malformed file's name is still a service's name (file = name).
-      malformed: problems.map((problem) =>
-        problem.path.slice(problem.path.lastIndexOf("/") + 1)
-          .replace(/\.toml$/, "")
-      ),
+      malformed: problems.map((problem) => serviceNameOf(problem.path)),
     },
     settings,
     userArgs: options.userArgs,
@@ -121,7 +117,10 @@ export async function prepareSession(
   });
   // A session without MCP config (`--help`) needs no service at all.
   if (plan.config.kind === "none") return plan;
+  const excluded = new Set(plan.excluded.map((left) => left.service));
   for (const problem of problems) {
+    // A malformed file the session would not get anyway is not its problem.
+    if (excluded.has(serviceNameOf(problem.path))) continue;
     if (strict) throw new ConfigError(formatProblem(problem));
     options.onWarning(`skipping service: ${formatProblem(problem)}`);
   }
@@ -142,6 +141,11 @@ export async function prepareSession(
   ];
   for (const problem of commands) options.onWarning(problem);
   return plan;
+}
+
+/** A services.d file's service name: its basename (file = name). */
+function serviceNameOf(path: string): string {
+  return path.slice(path.lastIndexOf("/") + 1).replace(/\.toml$/, "");
 }
 
 /** The warning for a service the session starts without. */

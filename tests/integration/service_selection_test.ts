@@ -170,6 +170,38 @@ Deno.test("an unknown name is a usage error (2) with the closest name; the agent
   assert.deepEqual(serviceRows(agents.stdout)[0], "services alpha");
 });
 
+Deno.test("a malformed service the session would not get is no warning and does not stop a strict session", async () => {
+  await using home = await threeServices();
+  const broken = join(home.servicesDir, "broken.toml");
+  Deno.writeTextFileSync(broken, '[service]\nname = "broken"\ncolour = 1\n');
+  const unrelated = await runSherlock(
+    ["--dry-run", "--strict", "--service", "alpha", "fake"],
+    { env: home.env },
+  );
+  assert.equal(unrelated.code, 0, unrelated.stderr);
+  assert.equal(unrelated.stderr, "");
+  assert.deepEqual(serviceRows(unrelated.stdout), [
+    "services alpha",
+    "left out beta (not named by --service)",
+    "left out gamma (not named by --service)",
+    "left out broken (not named by --service)",
+  ]);
+  const named = await runSherlock(
+    ["--dry-run", "--strict", "--service", "broken", "fake"],
+    { env: home.env },
+  );
+  assert.equal(named.code, 78);
+  assert.match(named.stderr, /^sherlock: .*broken\.toml:3: service\.colour: /);
+  const loose = await runSherlock(
+    ["--dry-run", "--no-service", "beta", "fake"],
+    {
+      env: home.env,
+    },
+  );
+  assert.equal(loose.code, 0, loose.stderr);
+  assert.match(loose.stderr, /^sherlock: skipping service: .*broken\.toml/);
+});
+
 Deno.test("a service named by --service whose agents key leaves the agent out: one warning line; --strict: 78", async () => {
   await using home = await threeServices();
   home.writeService(

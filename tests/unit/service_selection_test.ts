@@ -204,6 +204,20 @@ Deno.test("selectServices: a malformed file's name is known; --service with --no
     }),
   );
   assert.deepEqual(names(selection), []);
+  // A malformed file the names leave out is in excluded (no warning for it).
+  assert.deepEqual(
+    why(selectServices(options({
+      malformed: ["broken"],
+      flags: { only: ["plain"], without: [] },
+    }))).filter((line) => line.startsWith("broken")),
+    ["broken: flag: not named by --service"],
+  );
+  assert.deepEqual(
+    why(selectServices(options({ malformed: ["broken"] }))).filter((line) =>
+      line.startsWith("broken")
+    ),
+    [],
+  );
   assert.throws(
     () =>
       selectServices(

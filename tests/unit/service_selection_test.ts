@@ -10,7 +10,7 @@ import {
   selectServices,
   type SelectServicesOptions,
 } from "../../lib/launch/service_selection.ts";
-import { planSession } from "../../lib/launch/plan.ts";
+import { planSession, type PlanSessionOptions } from "../../lib/launch/plan.ts";
 import { DEFAULT_SETTINGS } from "../../lib/config/settings.ts";
 import { ConfigError, ExitCode, UsageError } from "../../lib/errors.ts";
 import type { Profile } from "../../lib/profiles/schema.ts";
@@ -229,20 +229,25 @@ Deno.test("selectServices: a malformed file's name is known; --service with --no
   );
 });
 
+/** A session plan's options for the fake agent with every service. */
+const PLAN: PlanSessionOptions = {
+  agent: "fake",
+  profile: loadedProfile({ flag: "-c" }),
+  services: ALL,
+  settings: DEFAULT_SETTINGS,
+  userArgs: [],
+  context: { env: { HOME: "/home/me" }, uid: 1000 },
+  session: "0123456789ab",
+  runtimeDir: "/run/user/1000/sherlock",
+  socket: "/run/user/1000/sherlock/broker.sock",
+  selfCommand: ["/opt/sherlock"],
+  strict: false,
+};
+
 Deno.test("planSession: the plan, its delivery and its config hold only the selected set", () => {
   const plan = planSession({
-    agent: "fake",
-    profile: loadedProfile({ flag: "-c" }),
-    services: ALL,
+    ...PLAN,
     selection: { flags: { only: [], without: ["github"] } },
-    settings: DEFAULT_SETTINGS,
-    userArgs: [],
-    context: { env: { HOME: "/home/me" }, uid: 1000 },
-    session: "0123456789ab",
-    runtimeDir: "/run/user/1000/sherlock",
-    socket: "/run/user/1000/sherlock/broker.sock",
-    selfCommand: ["/opt/sherlock"],
-    strict: false,
   });
   assert.deepEqual(plan.services.map((item) => item.service.name), [
     "docs",
@@ -265,19 +270,10 @@ Deno.test("planSession: the plan, its delivery and its config hold only the sele
 });
 
 Deno.test("planSession: a refused named service is left out with a warning, or stops a strict session (78)", () => {
-  const base = {
-    agent: "fake",
-    profile: loadedProfile({ flag: "-c" }),
-    services: ALL,
+  const base: PlanSessionOptions = {
+    ...PLAN,
     selection: { flags: { only: ["codexonly", "plain"], without: [] } },
-    settings: { ...DEFAULT_SETTINGS, services: { default: "none" as const } },
-    userArgs: [],
-    context: { env: { HOME: "/home/me" }, uid: 1000 },
-    session: "0123456789ab",
-    runtimeDir: "/run/user/1000/sherlock",
-    socket: "/run/user/1000/sherlock/broker.sock",
-    selfCommand: ["/opt/sherlock"],
-    strict: false,
+    settings: { ...DEFAULT_SETTINGS, services: { default: "none" } },
   };
   const plan = planSession(base);
   assert.deepEqual(plan.services.map((item) => item.service.name), ["plain"]);

@@ -34,11 +34,15 @@ export type CommandFunction = (args: readonly string[]) => Promise<number>;
 export const COMMANDS = {
   run: {
     summary: "start an agent with its per-session MCP config",
-    help: `Usage: sherlock run [--dry-run] [--strict] [-v] <agent> [args…]
-       sherlock [--dry-run] [--strict] [-v] <agent> [args…]
+    help: `Usage: sherlock run [options] <agent> [args…]
+       sherlock [options] <agent> [args…]
 
-Starts the agent with a per-session MCP config for every service in
-services.d/, and exits with the agent's exit code. A service that cannot
+Starts the agent with a per-session MCP config for its services, and
+exits with the agent's exit code. A session gets every service in
+services.d/, unless --service, --no-service, its profile's [services]
+include or exclude, a service's [service] agents or config.toml's
+[services] default = "none" say otherwise (--dry-run shows why each
+service is out). A service that cannot
 be part of the session (malformed, no token, its helper failed, no OAuth
 grant, an agent that cannot use it) is named in one line on stderr and
 left out; the session starts with the others.
@@ -49,6 +53,8 @@ Options (before the agent's name; everything after it goes to the agent):
                  starting anything
   --strict       stop instead, with the failure's exit code (also
                  config.toml's [run] strict = true)
+  --service NAME     only this service (repeatable: only these)
+  --no-service NAME  every service but this one (repeatable)
   -v, --verbose  say on stderr, before the agent starts, which services
                  the session has and how each token reaches its server
                  (also SHERLOCK_VERBOSE=1)
@@ -97,7 +103,8 @@ started). Malformed files are listed on stderr, and the exit code is 78.
 in, and the file it came from.
 
 "test" starts the service exactly as the agent's session would (default
-agent: claude): the same rendering, the real token through the same
+agent: claude, or the first of the service's [service] agents when that
+list leaves claude out): the same rendering, the real token through the same
 delivery (shim or bridge included), then speaks MCP to it with the
 official SDK client (initialize, tools/list; each step may take
 --timeout seconds, default 20) and prints the server's name and version,

@@ -33,7 +33,14 @@ const RUN_OPTIONS: ReadonlySet<string> = new Set([
   "--strict",
   "-v",
   "--verbose",
+  "--service",
+  "--no-service",
 ]);
+
+/** True for one of {@linkcode RUN_OPTIONS}, also as `--service=NAME`. */
+function isRunOption(arg: string): boolean {
+  return RUN_OPTIONS.has(arg.split("=", 1)[0]);
+}
 
 async function dispatch(args: readonly string[]): Promise<number> {
   const [first] = args;
@@ -49,7 +56,7 @@ async function dispatch(args: readonly string[]): Promise<number> {
     return await runCommand("version", []);
   }
   if (isCommandName(first)) return await runCommand(first, args.slice(1));
-  if (RUN_OPTIONS.has(first) || await isProfileName(first)) {
+  if (isRunOption(first) || await isProfileName(first)) {
     return await runCommand("run", args);
   }
   if (first.startsWith("-")) {

@@ -1,5 +1,6 @@
 /**
- * `sherlock run [--dry-run] <agent> [args…]`, and `sherlock <agent> [args…]`.
+ * `sherlock run [--dry-run] [--service NAME…|--no-service NAME…] <agent>
+ * [args…]`, and `sherlock <agent> [args…]`.
  *
  * sherlock's own options come before the agent's name; everything after
  * the name belongs to the agent, verbatim (`sherlock claude --help` shows
@@ -25,10 +26,21 @@ import {
 /** Runs the command; returns the exit code. */
 export async function runCommand(args: readonly string[]): Promise<number> {
   const flags = { dryRun: false, strict: false, verbose: false };
+  const only: string[] = [];
+  const without: string[] = [];
   let index = 0;
   for (; index < args.length; index++) {
     const arg = args[index];
-    if (arg === "--dry-run") flags.dryRun = true;
+    const [option, inline] = splitOption(arg);
+    if (option === "--service" || option === "--no-service") {
+      const value = inline ?? args[++index];
+      if (value === undefined || value === "") {
+        throw new UsageError(
+          `${option} needs a service's name (${option} NAME, before the agent's name)`,
+        );
+      }
+      (option === "--service" ? only : without).push(value);
+    } else if (arg === "--dry-run") flags.dryRun = true;
     else if (arg === "--strict") flags.strict = true;
     else if (arg === "-v" || arg === "--verbose") flags.verbose = true;
     else if (isHelpFlag(arg)) {
@@ -59,6 +71,7 @@ export async function runCommand(args: readonly string[]): Promise<number> {
     paths: context.paths,
     onWarning: printWarning,
     strict: flags.strict,
+    serviceFlags: { only, without },
   });
   if (flags.dryRun) {
     printDryRun(plan);
@@ -70,6 +83,14 @@ export async function runCommand(args: readonly string[]): Promise<number> {
     onWarning: printWarning,
     onSummary: verbose ? printWarning : undefined,
   });
+}
+
+/** `--service=NAME` as `["--service", "NAME"]`; any other argument alone. */
+function splitOption(arg: string): [string, string | undefined] {
+  const equals = arg.indexOf("=");
+  return arg.startsWith("--") && equals > 0
+    ? [arg.slice(0, equals), arg.slice(equals + 1)]
+    : [arg, undefined];
 }
 
 /** Prints the plan: what would run, with what, and the config it would get. */
@@ -109,13 +130,15 @@ function printDryRun(plan: SessionPlan): void {
       ? `(none: ${config.argument} needs no session)`
       : plan.services.length > 0
       ? plan.services.map((service) => service.service.name).join(", ")
+      : plan.excluded.length > 0 || plan.leftOut.length > 0
+      ? "(none)"
       : "(none in services.d)",
   ]);
+  for (const left of plan.excluded) {
+    rows.push(["left out", `${left.service} (${left.reason})`]);
+  }
   for (const left of plan.leftOut) {
-    rows.push([
-      "left out",
-      `${left.service} (agent ${plan.agent} cannot use it)`,
-    ]);
+    rows.push(["left out", `${left.service} (${left.reason})`]);
   }
   const mcp = profile.profile.mcp;
   if (config.kind === "none") {

@@ -187,12 +187,13 @@ async function showService(name: string): Promise<number> {
 /** What `services test` was asked. */
 interface TestArgs {
   name: string;
-  agent: string;
+  /** `--agent`, if given. */
+  agent?: string;
   timeoutMs: number;
 }
 
 function parseTestArgs(args: readonly string[]): TestArgs {
-  let agent = DEFAULT_TEST_AGENT;
+  let agent: string | undefined;
   let timeoutSeconds = DEFAULT_TEST_TIMEOUT_SECONDS;
   const names: string[] = [];
   for (let i = 0; i < args.length; i++) {
@@ -223,16 +224,42 @@ function parseTestArgs(args: readonly string[]): TestArgs {
   return { name: names[0], agent, timeoutMs: timeoutSeconds * 1000 };
 }
 
+/**
+ * The agent whose session the test starts the service as: `--agent`, else
+ * {@linkcode DEFAULT_TEST_AGENT}, else, when the service's `[service]
+ * agents` leaves that one out, the first agent it names. An `--agent` that
+ * the list leaves out is a usage error: no session of it gets the service.
+ */
+function testAgent(service: Service, requested: string | undefined): string {
+  const agents = service.service.agents;
+  if (requested !== undefined) {
+    if (agents !== undefined && !agents.includes(requested)) {
+      throw new UsageError(
+        `service ${service.service.name} is only for agents ${
+          agents.join(", ")
+        } (its [service] agents), so no session of ${requested} gets it; use --agent ${
+          agents[0]
+        }`,
+      );
+    }
+    return requested;
+  }
+  return agents === undefined || agents.includes(DEFAULT_TEST_AGENT)
+    ? DEFAULT_TEST_AGENT
+    : agents[0];
+}
+
 async function testService(request: TestArgs): Promise<number> {
   const context = commandContext();
   const { paths, env, uid } = context;
   const cache = new ValidationCache(paths.cacheDir);
-  const profile = await loadProfile(request.agent, { paths, cache });
   const { service } = await requireService(request.name, context, cache);
+  const agent = testAgent(service, request.agent);
+  const profile = await loadProfile(agent, { paths, cache });
   const settings = await loadSettings({ paths, cache });
   cache.save();
   const plan = planSession({
-    agent: request.agent,
+    agent,
     profile,
     services: [service],
     settings,
@@ -252,7 +279,7 @@ async function testService(request: TestArgs): Promise<number> {
       "command" in service.server ? "stdio" : "remote"
     }, token ${service.token.source}, delivery ${
       delivery?.kind ?? "none"
-    } (as agent ${request.agent}'s session starts it)`,
+    } (as agent ${agent}'s session starts it)`,
   );
   let started = performance.now();
   let broker: BrokerSession | undefined;
@@ -261,7 +288,7 @@ async function testService(request: TestArgs): Promise<number> {
       delivery: plan.delivery,
       socket: paths.socket,
       session: plan.session,
-      agent: request.agent,
+      agent,
     });
     const fetched = broker === undefined
       ? { tokens: new Map<string, string>(), deferred: [], failed: new Map() }

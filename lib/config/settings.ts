@@ -28,6 +28,7 @@ export const DEFAULT_SETTINGS: Settings = {
   broker: { idle_timeout: DEFAULT_IDLE_TIMEOUT_SECONDS },
   render: { tokens: "inline" },
   run: { strict: false },
+  services: { default: "all" },
 };
 
 /**

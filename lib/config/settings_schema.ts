@@ -97,6 +97,11 @@ export const settingsSchema = z.strictObject({
     // session stops it instead of being left out.
     strict: z.boolean().default(false),
   }).default({ strict: false }),
+  services: z.strictObject({
+    // "none": deny by default; a session gets only the services its
+    // profile's [services] include or `--service` names.
+    default: z.enum(["all", "none"]).default("all"),
+  }).default({ default: "all" }),
 });
 
 function isProviderUrl(text: string): boolean {

@@ -29,6 +29,11 @@ import { renderDocument, type RenderedDocument } from "../render/formats.ts";
 import { serverEntries, type ShimContext } from "../render/servers.ts";
 import type { Service } from "../services/loader.ts";
 import { runtimeConfigPath } from "../session/rendered_config.ts";
+import {
+  type ExcludedService,
+  selectServices,
+  type ServiceFlags,
+} from "./service_selection.ts";
 
 /** What a session is planned from. */
 export interface PlanSessionOptions {
@@ -38,6 +43,14 @@ export interface PlanSessionOptions {
   profile: LoadedProfile;
   /** Every valid service of services.d. */
   services: readonly Service[];
+  /**
+   * Which of them the session gets (`service_selection.ts`): the command
+   * line's `--service` / `--no-service` and the names of malformed
+   * services.d files. Without it every service of `services` is the
+   * session's, whatever the profile and config.toml say (`sherlock
+   * services test`, which plans one service).
+   */
+  selection?: { flags: ServiceFlags; malformed?: readonly string[] };
   /** config.toml. */
   settings: Settings;
   /** Everything after the agent's name, verbatim. */
@@ -95,6 +108,12 @@ export interface SessionPlan {
   services: readonly Service[];
   /** The services the agent cannot use, left out (none when strict). */
   leftOut: LeftOutService[];
+  /**
+   * The services left out by choice: `--service`, `--no-service`, the
+   * profile's `[services]`, a service's `[service] agents`, config.toml's
+   * `[services] default`.
+   */
+  excluded: ExcludedService[];
   /** Whether a service that cannot be part of the session stops it. */
   strict: boolean;
   /** How each service's token reaches its server. */
@@ -129,6 +148,16 @@ export function planSession(options: PlanSessionOptions): SessionPlan {
   const { profile: loaded, context, agent } = options;
   const { mcp } = loaded.profile;
   const argument = noSessionArgument(loaded, options.userArgs);
+  const chosen = options.selection === undefined
+    ? { selected: [...options.services], excluded: [], refused: [] }
+    : selectServices({
+      agent,
+      profile: loaded,
+      services: options.services,
+      malformed: options.selection.malformed,
+      defaultSet: options.settings.services.default,
+      flags: options.selection.flags,
+    });
   const config: ConfigTarget = argument !== undefined
     ? { kind: "none", argument }
     : isArgvFormat(mcp.format)
@@ -147,8 +176,13 @@ export function planSession(options: PlanSessionOptions): SessionPlan {
         extension: "json",
       }),
     };
+  if (
+    chosen.refused.length > 0 && options.strict && config.kind !== "none"
+  ) {
+    throw new ConfigError(chosen.refused[0].reason);
+  }
   const planned = planDelivery({
-    services: config.kind === "none" ? [] : options.services,
+    services: config.kind === "none" ? [] : chosen.selected,
     format: mcp.format,
     mergePath: config.kind === "merge" ? config.path : undefined,
     configFilePath: mcp.mode === "config-file" && config.kind === "file"
@@ -168,10 +202,15 @@ export function planSession(options: PlanSessionOptions): SessionPlan {
     session: options.session,
     services: config.kind === "none"
       ? []
-      : options.services.filter((service) =>
-        delivery.has(service.service.name)
-      ),
-    leftOut,
+      : chosen.selected.filter((service) => delivery.has(service.service.name)),
+    leftOut: config.kind === "none" ? [] : [
+      ...chosen.refused.map((refused) => ({
+        ...refused,
+        exitCode: ExitCode.Config,
+      })),
+      ...leftOut,
+    ],
+    excluded: config.kind === "none" ? [] : chosen.excluded,
     strict: options.strict,
     delivery,
     shim: {

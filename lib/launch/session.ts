@@ -55,6 +55,7 @@ import {
   SignalRelay,
   spawnError,
 } from "./spawn.ts";
+import type { ServiceFlags } from "./service_selection.ts";
 
 /** What `sherlock run` asks for. */
 export interface SessionOptions {
@@ -76,6 +77,8 @@ export interface SessionOptions {
    * `[run] strict` asks the same).
    */
   strict: boolean;
+  /** `--service` / `--no-service` (`service_selection.ts`). */
+  serviceFlags: ServiceFlags;
 }
 
 /**
@@ -99,6 +102,10 @@ export async function prepareSession(
     agent: options.agent,
     profile,
     services,
+    selection: {
+      flags: options.serviceFlags,
+      malformed: problems.map((problem) => serviceNameOf(problem.path)),
+    },
     settings,
     userArgs: options.userArgs,
     context: { env: options.env, uid: options.uid },
@@ -110,7 +117,10 @@ export async function prepareSession(
   });
   // A session without MCP config (`--help`) needs no service at all.
   if (plan.config.kind === "none") return plan;
+  const excluded = new Set(plan.excluded.map((left) => left.service));
   for (const problem of problems) {
+    // A malformed file the session would not get anyway is not its problem.
+    if (excluded.has(serviceNameOf(problem.path))) continue;
     if (strict) throw new ConfigError(formatProblem(problem));
     options.onWarning(`skipping service: ${formatProblem(problem)}`);
   }
@@ -131,6 +141,11 @@ export async function prepareSession(
   ];
   for (const problem of commands) options.onWarning(problem);
   return plan;
+}
+
+/** A services.d file's service name: its basename (file = name). */
+function serviceNameOf(path: string): string {
+  return path.slice(path.lastIndexOf("/") + 1).replace(/\.toml$/, "");
 }
 
 /** The warning for a service the session starts without. */

@@ -112,7 +112,24 @@ export const profileSchema = z.strictObject({
   forbid: z.strictObject({
     env: z.array(envName).default([]),
   }).default({ env: [] }),
+  // Which services its sessions get (lib/launch/service_selection.ts):
+  // only those of include, or all but those of exclude.
+  services: z.strictObject({
+    include: z.array(name).optional(),
+    exclude: z.array(name).optional(),
+  }).optional(),
 }).superRefine((profile, context) => {
+  if (
+    profile.services?.include !== undefined &&
+    profile.services.exclude !== undefined
+  ) {
+    context.addIssue({
+      code: "custom",
+      path: ["services", "exclude"],
+      message:
+        "include already names the whole set; remove exclude (or include)",
+    });
+  }
   // In env-var mode the variable carries the config's path: a profile that
   // also sets or forbids it would start the agent without its config.
   const variable = profile.mcp.mode === "env-var" ? profile.mcp.var : undefined;

@@ -166,6 +166,14 @@ export const serviceSchema = z.strictObject({
       "must be lowercase letters, digits, '-' or '_', starting with a letter or digit",
     ).max(MAX_NAME_LENGTH, `must be at most ${MAX_NAME_LENGTH} characters`),
     description: z.string().default(""),
+    // Only sessions of these agents (profile names) get the service.
+    agents: z.array(
+      z.string().regex(
+        NAME_PATTERN,
+        "must be an agent's name (lowercase letters, digits, '-' or '_')",
+      ),
+    ).min(1, "must name at least one agent; remove it for every agent")
+      .optional(),
   }),
   server: serverSchema,
   token: tokenSchema.default({ source: "none", timeout: 30 }),
@@ -340,7 +348,7 @@ export interface TokenSpec {
 }
 
 interface NormalizedService {
-  service: { name: string; description: string };
+  service: { name: string; description: string; agents?: string[] };
   server: StdioServer | RemoteServer;
   token: TokenSpec;
 }

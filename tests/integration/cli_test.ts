@@ -66,7 +66,7 @@ Deno.test("help <command> and <command> --help", async () => {
   assert.equal(viaHelp.stdout, direct.stdout);
   assert.ok(
     viaHelp.stdout.startsWith(
-      "Usage: sherlock run [--dry-run] [--strict] [-v] <agent> [args…]\n",
+      "Usage: sherlock run [options] <agent> [args…]\n",
     ),
   );
   const agents = await runSherlock(["help", "agents"], { env: home.env });

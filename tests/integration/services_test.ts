@@ -159,6 +159,37 @@ Deno.test("services test --agent codex: the stdio token goes through the shim, a
   assert.equal(result.stdout.includes(token), false);
 });
 
+Deno.test("services test: a service only for codex is tested as codex's session starts it; --agent claude is a usage error (2)", async () => {
+  const token = randomToken("ghp");
+  await using home = await withSecret("echo", token);
+  const record = addTestServer(home, "echo", "ECHO_TOKEN");
+  const path = join(home.servicesDir, "echo.toml");
+  Deno.writeTextFileSync(
+    path,
+    Deno.readTextFileSync(path).replace(
+      'name = "echo"',
+      'name = "echo"\nagents = ["codex"]',
+    ),
+  );
+  const result = await home.sherlock(["services", "test", "echo"]);
+  assert.equal(result.code, 0, result.stderr);
+  assert.match(result.stdout, /delivery shim \(as agent codex's session/);
+  const start = records(record).find((entry) => entry.event === "start");
+  assert.equal(start?.token_sha256, sha256(token));
+  const claude = await home.sherlock([
+    "services",
+    "test",
+    "--agent",
+    "claude",
+    "echo",
+  ]);
+  assert.equal(claude.code, 2);
+  assert.equal(
+    claude.stderr,
+    "sherlock: service echo is only for agents codex (its [service] agents), so no session of claude gets it; use --agent codex\n",
+  );
+});
+
 Deno.test("services test: a remote server with a stored secret is reached through sherlock bridge with the real token", async () => {
   const token = randomToken();
   await using remote = await startRemoteMcpServer({ token });

@@ -140,7 +140,7 @@ Deno.test("schema problems: unknown keys are errors, with the allowed ones", () 
   );
   assert.equal(
     problem(`${AGENT}${MCP}[extra]\nx = 1\n`),
-    "a.toml:7: extra: unknown key (allowed here: agent, mcp, env, argv, forbid)",
+    "a.toml:7: extra: unknown key (allowed here: agent, mcp, env, argv, forbid, services)",
   );
   assert.equal(
     problem(`${AGENT}${MCP}[forbid]\nenv = []\nvars = []\n`),

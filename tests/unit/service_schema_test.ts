@@ -59,7 +59,7 @@ Deno.test("service problems: one line each, with the line of the key", () => {
   );
   assert.equal(
     problem(`${SERVICE}colour = 1\n[server]\ncommand = "c"\n`),
-    "s.toml:3: service.colour: unknown key (allowed here: name, description)",
+    "s.toml:3: service.colour: unknown key (allowed here: name, description, agents)",
   );
   assert.equal(
     problem(`${SERVICE}[server]\ncommand = 7\n`),

@@ -80,8 +80,6 @@ export const KEY_COMMENTS: Readonly<Record<string, string>> = {
   "argv.no_session":
     "When your first argument is one of these (help, version), the agent starts with no broker and no MCP servers.",
   "argv.suffix": "Words after your arguments.",
-  "argv.no_session":
-    "A first argument that needs no MCP config and no broker (--help).",
   services: "[services]: which services its sessions get (default: every one).",
   "services.include": 'Only these, e.g. ["github", "docs"].',
   "services.exclude": 'Every service but these, e.g. ["jira"].',

@@ -20,7 +20,8 @@ import {
 import { type LoginAnswer, MIN_PASSPHRASE_LENGTH } from "../broker/protocol.ts";
 import { ExitCode, UsageError, WrongPassphraseError } from "../errors.ts";
 import { describeFsError } from "../private_files.ts";
-import { describeLogin } from "./login_text.ts";
+import { describeLogin, loginJson } from "./login_text.ts";
+import type { WhoamiJson } from "./json_shapes.ts";
 import { commandContext } from "./context.ts";
 import { printLine, printWarning } from "./output.ts";
 import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
@@ -80,14 +81,25 @@ export async function logoutCommand(args: readonly string[]): Promise<number> {
   return 0;
 }
 
-/** `sherlock whoami`: exit 0 when logged in, 77 when not. */
+/** `sherlock whoami [--json]`: exit 0 when logged in, 77 when not. */
 export async function whoamiCommand(args: readonly string[]): Promise<number> {
+  if (args.length === 1 && args[0] === "--json") return await whoamiJson();
   if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
   const socket = await runningBrokerSocket();
   if (socket === undefined) return ExitCode.NoPermission;
   const who = await whoami(socket);
   printLine(describeLogin(who));
   return who.loggedIn ? 0 : ExitCode.NoPermission;
+}
+
+/** `sherlock whoami --json`: the same exit codes, the login as JSON. */
+async function whoamiJson(): Promise<number> {
+  const socket = commandContext().paths.socket;
+  const running = (await brokerHealth(socket)) !== undefined;
+  const who = running ? await whoami(socket) : undefined;
+  const shape: WhoamiJson = { brokerRunning: running, ...loginJson(who) };
+  printLine(JSON.stringify(shape, null, 2));
+  return who?.loggedIn ? 0 : ExitCode.NoPermission;
 }
 
 /** How often a terminal may be asked for a passphrase in one login. */

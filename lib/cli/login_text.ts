@@ -7,6 +7,7 @@
  */
 
 import type { Whoami } from "../broker/protocol.ts";
+import type { WhoamiJson } from "./json_shapes.ts";
 
 /** One line describing a login, as `whoami` and `broker status` print it. */
 export function describeLogin(who: Whoami): string {
@@ -17,4 +18,21 @@ export function describeLogin(who: Whoami): string {
   }
   const locks = who.locksAt ? `, locks when idle at ${who.locksAt}` : "";
   return `${who.user} via the ${who.provider} provider, since ${who.since}${locks}`;
+}
+
+/**
+ * A login as `whoami --json` and `broker status --json` print it: every
+ * field present, null when unknown (`who` is undefined when no broker runs).
+ */
+export function loginJson(
+  who: Whoami | undefined,
+): Omit<WhoamiJson, "brokerRunning"> {
+  return {
+    loggedIn: who?.loggedIn ?? false,
+    provider: who?.provider ?? null,
+    user: who?.user ?? null,
+    since: who?.since ?? null,
+    locksAt: who?.locksAt ?? null,
+    storeExists: who?.storeExists ?? null,
+  };
 }

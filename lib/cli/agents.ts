@@ -14,19 +14,13 @@ import {
   InvalidFileError,
 } from "../config/toml_files.ts";
 import { didYouMean } from "../config/suggestion.ts";
-import {
-  CantCreateError,
-  ConfigError,
-  ExitCode,
-  UsageError,
-} from "../errors.ts";
+import { CantCreateError, ExitCode, UsageError } from "../errors.ts";
 import { describeFsError, writeFileExclusively } from "../private_files.ts";
 import { join } from "../runtime/path.ts";
 import { BUILTIN_PROFILES } from "../profiles/builtin.ts";
 import { annotateProfile, overrideText } from "../profiles/profile_comments.ts";
-import type { ExpandContext } from "../config/expand.ts";
 import { findExecutable } from "../launch/spawn.ts";
-import { buildEnv } from "../launch/plan.ts";
+import { agentSearchPath } from "../launch/search_path.ts";
 import {
   loadAllProfiles,
   type LoadedProfile,
@@ -154,23 +148,6 @@ function firstProblem(problem: FileProblem): string {
     ? ` (+${problem.further.length} more, below)`
     : "";
   return `${line}${key}${problem.reason}${more}`;
-}
-
-/**
- * The PATH the agent is looked up on when it runs: the operator's, or the
- * profile's `[env] PATH` when it sets one. A profile whose `[env]` cannot
- * be expanded here is looked up on the operator's (running it says why).
- */
-function agentSearchPath(
-  loaded: LoadedProfile,
-  context: ExpandContext,
-): string | undefined {
-  try {
-    return buildEnv({ loaded, configPath: undefined, context }).env.PATH;
-  } catch (error) {
-    if (error instanceof ConfigError) return context.env.PATH;
-    throw error;
-  }
 }
 
 async function showProfile(name: string): Promise<number> {

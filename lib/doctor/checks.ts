@@ -402,7 +402,7 @@ export function geminiCheck(gemini: GeminiFacts | undefined): Check {
       detail: `${gemini.settingsPath} is not plain JSON (${
         gemini.settings === "jsonc"
           ? "comments or trailing commas"
-          : "unreadable"
+          : "not JSON, or unreadable"
       }): sherlock refuses to merge into it, so sessions exit 73`,
       fix: "remove its comments and trailing commas",
     };

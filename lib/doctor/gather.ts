@@ -16,13 +16,17 @@ import {
   untrustedSocketProblem,
 } from "../broker/socket_path.ts";
 import type { Env, SherlockPaths } from "../config/sherlock_paths.ts";
-import { formatProblem } from "../config/toml_files.ts";
+import {
+  formatProblem,
+  InvalidFileError,
+  readOperatorFile,
+} from "../config/toml_files.ts";
 import { loadSettings } from "../config/settings.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
 import { expandPath } from "../config/expand.ts";
 import { ConfigError, errorMessage } from "../errors.ts";
 import { stripJsonComments } from "../import/agent_configs.ts";
-import { buildEnv } from "../launch/plan.ts";
+import { agentSearchPath } from "../launch/search_path.ts";
 import { serverCommandProblems } from "../launch/server_commands.ts";
 import { findExecutable } from "../launch/spawn.ts";
 import {
@@ -32,6 +36,7 @@ import {
 } from "../mcp/readiness.ts";
 import { loadAllProfiles, type LoadedProfile } from "../profiles/loader.ts";
 import { loadServices } from "../services/loader.ts";
+import { isPlainObject } from "../render/merge.ts";
 import { dirname, join } from "../runtime/path.ts";
 import { descendantsInGroup } from "../runtime/processes.ts";
 import type {
@@ -134,10 +139,12 @@ export async function gatherFacts(
       error: formatProblem(problem),
     });
   }
+  const profileList = [...await Promise.all(profiles), ...malformedProfiles]
+    .sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  // An agent's traps are looked at only where the agent is installed.
   const installed = new Set(
-    listing.profiles.filter((loaded) =>
-      findExecutable(loaded.profile.agent.executable, env.PATH).found
-    ).map((loaded) => loaded.profile.agent.name),
+    profileList.filter((profile) => profile.valid && profile.lookup.found)
+      .map((profile) => profile.name),
   );
   const gemini = listing.profiles.find((loaded) =>
     loaded.profile.agent.name === "gemini"
@@ -148,8 +155,7 @@ export async function gatherFacts(
     configProblem,
     runtime,
     broker,
-    profiles: [...await Promise.all(profiles), ...malformedProfiles]
-      .sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+    profiles: profileList,
     services: serviceFacts,
     servicesDir: paths.servicesDir,
     gemini: installed.has("gemini")
@@ -205,19 +211,6 @@ async function profileFacts(
       ? await versionOf(lookup.path, { ...context.env, PATH: searchPath })
       : { kind: "not-run" },
   };
-}
-
-/** The PATH a profile's agent is looked up on (its `[env] PATH`, or yours). */
-function agentSearchPath(
-  loaded: LoadedProfile,
-  context: { env: Env; uid: number },
-): string | undefined {
-  try {
-    return buildEnv({ loaded, configPath: undefined, context }).env.PATH;
-  } catch (error) {
-    if (error instanceof ConfigError) return context.env.PATH;
-    throw error;
-  }
 }
 
 /**
@@ -333,7 +326,8 @@ export function geminiFacts(
   const text = readText(settingsPath);
   let settings: GeminiFacts["settings"] = "absent";
   let document: unknown;
-  if (text !== undefined && text.trim() === "") settings = "json";
+  if (text === UNREADABLE) settings = "invalid";
+  else if (text !== undefined && text.trim() === "") settings = "json";
   else if (text !== undefined) {
     document = parseJson(text);
     if (document !== undefined) settings = "json";
@@ -344,7 +338,7 @@ export function geminiFacts(
   }
   const trust = property(property(document, "security"), "folderTrust");
   const trustedFolders = parseJson(
-    readText(join(geminiHome, "trustedFolders.json")) ?? "",
+    textOrEmpty(join(geminiHome, "trustedFolders.json")),
   );
   return {
     settingsPath,
@@ -376,7 +370,7 @@ function geminiSettingsPath(
  * parent, `DO_NOT_TRUST` the folder, untrusted).
  */
 export function geminiTrusts(rules: unknown, cwd: string): boolean {
-  if (!isRecord(rules)) return false;
+  if (!isPlainObject(rules)) return false;
   let best: { length: number; trusted: boolean } | undefined;
   for (const [path, rule] of Object.entries(rules)) {
     const covered = rule === "TRUST_PARENT" ? dirname(path) : path;
@@ -393,7 +387,7 @@ export function geminiTrusts(rules: unknown, cwd: string): boolean {
 export function copilotFacts(env: Env, cwd: string): CopilotFacts {
   const home = env.COPILOT_HOME || join(env.HOME || "/", ".copilot");
   const configPath = join(home, "config.json");
-  const document = parseJson(readText(configPath) ?? "");
+  const document = parseJson(textOrEmpty(configPath));
   const folders = property(document, "trusted_folders");
   return {
     configPath,
@@ -410,11 +404,13 @@ export function claudeFacts(folder: string): ClaudeFacts {
   const managedMcp = join(folder, "managed-mcp.json");
   const managedSettings = join(folder, "managed-settings.json");
   const settingsText = readText(managedSettings);
-  const document = parseJson(settingsText ?? "");
+  const document = parseJson(
+    typeof settingsText === "string" ? settingsText : "",
+  );
   return {
     managedMcp: exists(managedMcp) ? managedMcp : undefined,
     managedSettings: settingsText === undefined ? undefined : managedSettings,
-    mcpPolicyKeys: isRecord(document)
+    mcpPolicyKeys: isPlainObject(document)
       ? CLAUDE_MCP_POLICY_KEYS.filter((key) => Object.hasOwn(document, key))
       : [],
   };
@@ -432,12 +428,30 @@ function basename(path: string): string {
   return path.slice(path.lastIndexOf("/") + 1).replace(/\.toml$/, "");
 }
 
-function readText(path: string): string | undefined {
+/** At most this much of an agent's settings file is read. */
+const MAX_AGENT_FILE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * An agent's file, read as sherlock reads the operator's (a regular file,
+ * bounded: a FIFO must not hang the doctor); undefined when absent, and
+ * `unreadable` when something is there that cannot be read.
+ */
+function readText(path: string): string | undefined | typeof UNREADABLE {
   try {
-    return Deno.readTextFileSync(path);
-  } catch {
-    return undefined;
+    return readOperatorFile(path, "an agent's file", MAX_AGENT_FILE_BYTES);
+  } catch (error) {
+    if (error instanceof InvalidFileError) return UNREADABLE;
+    throw error;
   }
+}
+
+/** What {@linkcode readText} returns for a file it cannot read. */
+const UNREADABLE: unique symbol = Symbol("unreadable");
+
+/** The text of a file, or "" when it is absent or unreadable. */
+function textOrEmpty(path: string): string {
+  const text = readText(path);
+  return typeof text === "string" ? text : "";
 }
 
 function exists(path: string): boolean {
@@ -457,10 +471,6 @@ function parseJson(text: string): unknown {
   }
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 function property(value: unknown, key: string): unknown {
-  return isRecord(value) ? value[key] : undefined;
+  return isPlainObject(value) ? value[key] : undefined;
 }

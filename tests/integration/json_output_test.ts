@@ -204,3 +204,33 @@ Deno.test("--json with a logged-in broker: each shape, and no secret in any outp
     assert.equal(output.includes(token), false, "a secret was printed");
   }
 });
+
+Deno.test("doctor: an installed Gemini with a JSONC settings file and an untrusted folder; no value of the file printed", async () => {
+  await using home = await createBrokerHome();
+  home.writeScript("gemini", 'echo "0.61.0"');
+  const value = randomToken("sk");
+  Deno.mkdirSync(`${home.home}/.gemini`);
+  Deno.writeTextFileSync(
+    `${home.home}/.gemini/settings.json`,
+    `{\n  // the operator's own comment\n  "env": {"KEY": "${value}"},\n}\n`,
+  );
+  const doctor = await home.sherlock(["doctor", "--json"]);
+  assert.equal(doctor.code, 1, doctor.stderr);
+  const gemini = parsed(DOCTOR_JSON, doctor).checks.find((check) =>
+    check.group === "agent" && check.name === "gemini"
+  );
+  assert.equal(gemini?.verdict, "fail");
+  assert.match(gemini?.detail ?? "", /not plain JSON/);
+  assert.equal(doctor.stdout.includes(value), false);
+
+  // Plain JSON, and trust from the environment: the check passes.
+  Deno.writeTextFileSync(`${home.home}/.gemini/settings.json`, "{}\n");
+  const trusted = await home.sherlock(["doctor"], {
+    env: { GEMINI_CLI_TRUST_WORKSPACE: "true" },
+  });
+  assert.match(
+    trusted.stdout,
+    /^OK\s+agent\s+gemini\s+.*GEMINI_CLI_TRUST_WORKSPACE/m,
+  );
+  assert.match(trusted.stdout, /^OK\s+profile\s+gemini\s+.*0\.61\.0$/m);
+});

@@ -250,6 +250,17 @@ Deno.test("the agents' files are read from disk, and no value of them reaches a 
       cwd: join(root, "work"),
     });
     assert.equal(gemini.settings, "jsonc");
+    // A FIFO in its place is refused, not opened (which would block).
+    const fifo = join(root, "fifo-home");
+    Deno.mkdirSync(join(fifo, ".gemini"), { recursive: true });
+    const mkfifo = new Deno.Command("mkfifo", {
+      args: [join(fifo, ".gemini", "settings.json")],
+    }).outputSync();
+    assert.equal(mkfifo.code, 0);
+    assert.equal(
+      geminiFacts({ env: { HOME: fifo }, cwd: root }).settings,
+      "invalid",
+    );
     assert.equal(gemini.folderTrusted, true);
 
     Deno.mkdirSync(join(home, ".copilot"));

@@ -387,7 +387,8 @@ export function geminiTrusts(rules: unknown, cwd: string): boolean {
 export function copilotFacts(env: Env, cwd: string): CopilotFacts {
   const home = env.COPILOT_HOME || join(env.HOME || "/", ".copilot");
   const configPath = join(home, "config.json");
-  const document = parseJson(textOrEmpty(configPath));
+  // App state in JSON; read leniently (comments), kept: trusted_folders only.
+  const document = parseJson(stripJsonComments(textOrEmpty(configPath)));
   const folders = property(document, "trusted_folders");
   return {
     configPath,

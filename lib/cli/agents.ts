@@ -14,19 +14,13 @@ import {
   InvalidFileError,
 } from "../config/toml_files.ts";
 import { didYouMean } from "../config/suggestion.ts";
-import {
-  CantCreateError,
-  ConfigError,
-  ExitCode,
-  UsageError,
-} from "../errors.ts";
+import { CantCreateError, ExitCode, UsageError } from "../errors.ts";
 import { describeFsError, writeFileExclusively } from "../private_files.ts";
 import { join } from "../runtime/path.ts";
 import { BUILTIN_PROFILES } from "../profiles/builtin.ts";
 import { annotateProfile, overrideText } from "../profiles/profile_comments.ts";
-import type { ExpandContext } from "../config/expand.ts";
 import { findExecutable } from "../launch/spawn.ts";
-import { buildEnv } from "../launch/plan.ts";
+import { agentSearchPath } from "../launch/search_path.ts";
 import {
   loadAllProfiles,
   type LoadedProfile,
@@ -36,6 +30,7 @@ import { ValidationCache } from "../config/validation_cache.ts";
 import { commandContext } from "./context.ts";
 import { columns, printLine, printWarning } from "./output.ts";
 import { isCommandName } from "./commands.ts";
+import type { AgentsJson } from "./json_shapes.ts";
 
 /** Runs the command; returns the exit code. */
 export async function agentsCommand(args: readonly string[]): Promise<number> {
@@ -53,7 +48,8 @@ export async function agentsCommand(args: readonly string[]): Promise<number> {
     }
     return writeOverride(args[1]);
   }
-  if (args.length > 0) {
+  const json = args.length === 1 && args[0] === "--json";
+  if (args.length > 0 && !json) {
     throw new UsageError(
       `unexpected argument ${args[0]}; see sherlock agents --help`,
     );
@@ -63,12 +59,24 @@ export async function agentsCommand(args: readonly string[]): Promise<number> {
   const listing = await loadAllProfiles({ paths, cache });
   cache.save();
   const rows: { name: string; cells: string[] }[] = [];
+  const shape: AgentsJson = { agents: [] };
   for (const loaded of listing.profiles) {
     const name = loaded.profile.agent.name;
     const lookup = findExecutable(
       loaded.profile.agent.executable,
       agentSearchPath(loaded, { env, uid }),
     );
+    shape.agents.push({
+      name,
+      source: loaded.source === "built-in" ? "built-in" : "file",
+      path: loaded.source === "built-in" ? null : loaded.path,
+      shadowsBuiltin: loaded.shadowsBuiltin,
+      valid: true,
+      error: null,
+      executable: loaded.profile.agent.executable,
+      executablePath: lookup.found ? lookup.path : null,
+      executableStatus: lookup.found ? "found" : lookup.reason,
+    });
     let source = loaded.source === "built-in" ? "built-in" : loaded.path;
     if (loaded.shadowsBuiltin) source += " (overrides the built-in)";
     if (isCommandName(name)) source += ` (no alias: use sherlock run ${name})`;
@@ -89,6 +97,17 @@ export async function agentsCommand(args: readonly string[]): Promise<number> {
   // the executable, and every problem follows on stderr.
   for (const problem of listing.problems) {
     const name = fileBasename(problem.path);
+    shape.agents.push({
+      name,
+      source: "file",
+      path: problem.path,
+      shadowsBuiltin: Object.hasOwn(BUILTIN_PROFILES, name),
+      valid: false,
+      error: formatProblem(problem),
+      executable: null,
+      executablePath: null,
+      executableStatus: null,
+    });
     rows.push({
       name,
       cells: [
@@ -100,6 +119,11 @@ export async function agentsCommand(args: readonly string[]): Promise<number> {
     });
   }
   rows.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  if (json) {
+    shape.agents.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+    printLine(JSON.stringify(shape, null, 2));
+    return listing.problems.length > 0 ? ExitCode.Config : 0;
+  }
   const table = [
     ["NAME", "SOURCE", "EXECUTABLE"],
     ...rows.map((row) => [row.name, ...row.cells]),
@@ -124,23 +148,6 @@ function firstProblem(problem: FileProblem): string {
     ? ` (+${problem.further.length} more, below)`
     : "";
   return `${line}${key}${problem.reason}${more}`;
-}
-
-/**
- * The PATH the agent is looked up on when it runs: the operator's, or the
- * profile's `[env] PATH` when it sets one. A profile whose `[env]` cannot
- * be expanded here is looked up on the operator's (running it says why).
- */
-function agentSearchPath(
-  loaded: LoadedProfile,
-  context: ExpandContext,
-): string | undefined {
-  try {
-    return buildEnv({ loaded, configPath: undefined, context }).env.PATH;
-  } catch (error) {
-    if (error instanceof ConfigError) return context.env.PATH;
-    throw error;
-  }
 }
 
 async function showProfile(name: string): Promise<number> {

@@ -25,7 +25,9 @@ import { loadSettings } from "../config/settings.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
 import { didYouMean } from "../config/suggestion.ts";
 import { commandContext } from "./context.ts";
-import { describeLogin } from "./login_text.ts";
+import { describeLogin, loginJson } from "./login_text.ts";
+import type { BrokerStatusJson } from "./json_shapes.ts";
+import type { Health } from "../broker/protocol.ts";
 import { columns, escapeControls, printLine } from "./output.ts";
 
 /** How long `broker stop` waits for the daemon to stop answering. */
@@ -129,10 +131,14 @@ async function stop(args: readonly string[]): Promise<number> {
 }
 
 async function status(args: readonly string[]): Promise<number> {
-  if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
+  const json = args.length === 1 && args[0] === "--json";
+  if (args.length > 0 && !json) {
+    throw new UsageError(`unexpected argument ${args[0]}`);
+  }
   const { paths } = commandContext();
   const socket = paths.socket;
   const health = await brokerHealth(socket);
+  if (json) return await statusJson(socket, health);
   if (health === undefined) {
     printLine(`broker is not running (socket ${socket})`);
     return ExitCode.Unavailable;
@@ -150,6 +156,29 @@ async function status(args: readonly string[]): Promise<number> {
   } else rows.push(["version", mismatch]);
   for (const line of columns(rows)) printLine(line);
   return mismatch === undefined ? 0 : ExitCode.Unavailable;
+}
+
+/** `broker status --json`: the same exit codes, the status as JSON. */
+async function statusJson(
+  socket: string,
+  health: Health | undefined,
+): Promise<number> {
+  const mismatch = health && versionProblem(health.version);
+  const shape: BrokerStatusJson = {
+    running: health !== undefined,
+    socket,
+    pid: health?.pid ?? null,
+    version: health?.version ?? null,
+    started: health?.started ?? null,
+    versionProblem: mismatch ?? null,
+    login: health !== undefined && mismatch === undefined
+      ? loginJson(await whoami(socket))
+      : null,
+  };
+  printLine(JSON.stringify(shape, null, 2));
+  return health !== undefined && mismatch === undefined
+    ? 0
+    : ExitCode.Unavailable;
 }
 
 function log(args: readonly string[]): number {

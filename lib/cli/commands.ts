@@ -67,7 +67,7 @@ When the agent's first argument is one of its profile's [argv] no_session
   },
   agents: {
     summary: "list the agent profiles, show one, or copy a built-in to edit",
-    help: `Usage: sherlock agents
+    help: `Usage: sherlock agents [--json]
        sherlock agents show [--builtin] <name>
        sherlock agents override <name>
 
@@ -75,7 +75,8 @@ Lists the agent profiles: the built-ins and the files in
 $XDG_CONFIG_HOME/sherlock/agents.d/ (which shadow a built-in of the same
 name entirely), whether each agent's executable is on PATH, and the files
 that are malformed, each in its row with its first problem (every problem
-on stderr; the exit code is then 78).
+on stderr; the exit code is then 78). --json prints the same as JSON
+(docs/json.md).
 
 "show" prints one profile as sherlock resolved it, every default filled in;
 --builtin shows the built-in even while a file in agents.d/ shadows it.
@@ -88,7 +89,7 @@ replaces a file that has something in it.`,
   },
   services: {
     summary: "list the services, show one, or test one as a session would",
-    help: `Usage: sherlock services
+    help: `Usage: sherlock services [--json]
        sherlock services show <name>
        sherlock services test [--agent NAME] [--timeout SECONDS] <name>
 
@@ -98,6 +99,7 @@ session file, like Claude Code), whether the server's command is on PATH
 or its URL's host resolves, and whether its token is available (secret
 stored, helper present, OAuth grant held; the broker is asked, never
 started). Malformed files are listed on stderr, and the exit code is 78.
+--json prints the same as JSON (docs/json.md).
 
 "show" prints one service as sherlock resolved it, every default filled
 in, and the file it came from.
@@ -187,13 +189,14 @@ login is forgotten too, its refresh token revoked at the provider
   },
   whoami: {
     summary: "who is logged in, through which provider, since when",
-    help: `Usage: sherlock whoami [--verbose]
+    help: `Usage: sherlock whoami [--verbose | --json]
 
 Who is logged in to the broker, through which provider, since when. For
 an OIDC login: the issuer, the subject, the e-mail when the ID token has
 one, and when the access token is renewed (or the login ends).
 --verbose adds whether the provider offers token exchange (RFC 8693),
-which "exchange" services use, or the refresh-token fallback.
+which "exchange" services use, or the refresh-token fallback. --json
+prints it as JSON (docs/json.md). It never starts the broker.
 Exit 0 when logged in, 77 when not.`,
     module: "lib/cli/login.ts",
     entry: "whoamiCommand",
@@ -202,14 +205,15 @@ Exit 0 when logged in, 77 when not.`,
     summary: "set, remove or list the secrets of the local store",
     help: `Usage: sherlock secret set <service>
        sherlock secret rm <service>
-       sherlock secret ls
+       sherlock secret ls [--json]
 
 Manages the secrets of the local store (log in first). "set" reads the
 value from the terminal without echo, or from stdin:
   gh auth token | sherlock secret set github
 Values never come from the command line and are never printed. "set"
 warns when no service in services.d reads the name (it stores anyway);
-"rm" of a name with no secret exits 1. None of them starts the broker.`,
+"rm" of a name with no secret exits 1. None of them starts the broker.
+"ls --json" prints the names and dates as JSON (docs/json.md).`,
     module: "lib/cli/secret.ts",
     entry: "secretCommand",
     needsArguments: true,
@@ -256,13 +260,35 @@ serves each session's tokens over $XDG_RUNTIME_DIR/sherlock/broker.sock.
                         --background logs to $XDG_STATE_HOME/sherlock/broker.log
   start                 start it in the background unless it is running
   stop                  stop it (the store locks, cached tokens are dropped)
-  status                is it running, since when, who is logged in
+  status [--json]       is it running, since when, who is logged in
                         (exit 69 when it is not running, or runs another
-                        version of sherlock)
+                        version of sherlock); --json: docs/json.md
   log [-n N]            the last N entries of the audit log (default 20)`,
     module: "lib/cli/broker.ts",
     entry: "brokerCommand",
     needsArguments: true,
+  },
+  doctor: {
+    summary: "check sherlock, the broker, every profile and service",
+    help: `Usage: sherlock doctor [--json]
+
+One screen of checks, a verdict each (OK, WARN, FAIL, SKIP): sherlock's
+version and where it runs from, config.toml, the runtime folder and the
+broker's socket (yours alone), the broker (running, its version, logged
+in, its idle lock; asked, never started), each profile (valid, its
+executable found, its --version, stopped after 3 s), each service
+(valid, its command found or its URL's host resolving, its token
+available), and what can keep sherlock's servers out of an agent:
+Gemini's folder trust and a settings.json with comments, Copilot's
+trusted folders, Claude Code's managed MCP policy in /etc/claude-code.
+Nothing secret is printed. Exit 0 when no check failed, 1 otherwise.
+
+  --json  the checks as JSON (docs/json.md)
+
+Example:
+  sherlock doctor || sherlock doctor --json | jq '.checks[] | select(.verdict == "fail")'`,
+    module: "lib/cli/doctor.ts",
+    entry: "doctorCommand",
   },
   shim: {
     summary: "(used inside rendered configs) run an MCP server with its token",

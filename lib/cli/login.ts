@@ -20,8 +20,9 @@ import {
 import { type LoginAnswer, MIN_PASSPHRASE_LENGTH } from "../broker/protocol.ts";
 import { ExitCode, UsageError, WrongPassphraseError } from "../errors.ts";
 import { describeFsError } from "../private_files.ts";
-import { describeLogin, loginDetails } from "./login_text.ts";
+import { describeLogin, loginDetails, loginJson } from "./login_text.ts";
 import { chooseLogin, oidcLoginCommand } from "./login_oidc.ts";
+import type { WhoamiJson } from "./json_shapes.ts";
 import { commandContext } from "./context.ts";
 import { printLine, printWarning } from "./output.ts";
 import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
@@ -94,8 +95,12 @@ export async function logoutCommand(args: readonly string[]): Promise<number> {
   return 0;
 }
 
-/** `sherlock whoami [--verbose]`: exit 0 when logged in, 77 when not. */
+/**
+ * `sherlock whoami [--verbose | --json]`: exit 0 when logged in, 77 when
+ * not.
+ */
 export async function whoamiCommand(args: readonly string[]): Promise<number> {
+  if (args.length === 1 && args[0] === "--json") return await whoamiJson();
   const verbose = args[0] === "--verbose";
   const rest = verbose ? args.slice(1) : args;
   if (rest.length > 0) throw new UsageError(`unexpected argument ${rest[0]}`);
@@ -103,8 +108,20 @@ export async function whoamiCommand(args: readonly string[]): Promise<number> {
   if (socket === undefined) return ExitCode.NoPermission;
   const who = await whoami(socket);
   printLine(describeLogin(who));
-  if (verbose) { for (const line of loginDetails(who)) printLine(line); }
+  if (verbose) {
+    for (const line of loginDetails(who)) printLine(line);
+  }
   return who.loggedIn ? 0 : ExitCode.NoPermission;
+}
+
+/** `sherlock whoami --json`: the same exit codes, the login as JSON. */
+async function whoamiJson(): Promise<number> {
+  const socket = commandContext().paths.socket;
+  const running = (await brokerHealth(socket)) !== undefined;
+  const who = running ? await whoami(socket) : undefined;
+  const shape: WhoamiJson = { brokerRunning: running, ...loginJson(who) };
+  printLine(JSON.stringify(shape, null, 2));
+  return who?.loggedIn ? 0 : ExitCode.NoPermission;
 }
 
 /** How often a terminal may be asked for a passphrase in one login. */

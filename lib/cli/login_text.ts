@@ -7,6 +7,7 @@
  */
 
 import type { OidcLoginStatus, Whoami } from "../broker/protocol.ts";
+import type { WhoamiJson } from "./json_shapes.ts";
 
 /** One line describing a login, as `whoami` and `broker status` print it. */
 export function describeLogin(who: Whoami): string {
@@ -50,4 +51,31 @@ export function loginDetails(who: Whoami): string[] {
       ? `token exchange (RFC 8693): offered; exchange services use it unless their mode says "refresh"`
       : `token exchange (RFC 8693): not offered; exchange services use a refresh-token grant with their resource (RFC 8707) unless their mode says "exchange"`,
   ];
+}
+
+/**
+ * A login as `whoami --json` and `broker status --json` print it: every
+ * field present, null when unknown (`who` is undefined when no broker runs).
+ */
+export function loginJson(
+  who: Whoami | undefined,
+): Omit<WhoamiJson, "brokerRunning"> {
+  return {
+    loggedIn: who?.loggedIn ?? false,
+    provider: who?.provider ?? null,
+    user: who?.user ?? null,
+    since: who?.since ?? null,
+    locksAt: who?.locksAt ?? null,
+    storeExists: who?.storeExists ?? null,
+    oidc: who?.oidc
+      ? {
+        issuer: who.oidc.issuer,
+        subject: who.oidc.subject,
+        email: who.oidc.email ?? null,
+        since: who.oidc.since,
+        accessTokenExpiresAt: who.oidc.accessTokenExpiresAt,
+        refreshToken: who.oidc.refreshToken,
+      }
+      : null,
+  };
 }

@@ -22,6 +22,7 @@ import { didYouMean } from "../config/suggestion.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
 import { loadServices } from "../services/loader.ts";
 import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
+import type { SecretsJson } from "./json_shapes.ts";
 
 /**
  * What `secret set|rm` says of an argument that is not a service name. It
@@ -69,8 +70,23 @@ export function unreadSecretProblem(
 export async function secretCommand(args: readonly string[]): Promise<number> {
   const [action, ...rest] = args;
   if (action === "ls") {
-    if (rest.length > 0) throw new UsageError("usage: sherlock secret ls");
+    const json = rest.length === 1 && rest[0] === "--json";
+    if (rest.length > 0 && !json) {
+      throw new UsageError("usage: sherlock secret ls [--json]");
+    }
     const { secrets } = await listSecrets(await brokerSocket());
+    if (json) {
+      // Names and dates only: the broker never sends a value here.
+      const shape: SecretsJson = {
+        secrets: secrets.map(({ name, created, updated }) => ({
+          name,
+          created,
+          updated,
+        })),
+      };
+      printLine(JSON.stringify(shape, null, 2));
+      return 0;
+    }
     if (secrets.length === 0) {
       printLine("no secrets stored");
       return 0;

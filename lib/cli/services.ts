@@ -14,19 +14,7 @@ import { loadSettings } from "../config/settings.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
 import { join } from "../runtime/path.ts";
 import { importLazily } from "../runtime/lazy_import.ts";
-import {
-  ConfigError,
-  ExitCode,
-  NoPermissionError,
-  UnavailableError,
-  UsageError,
-} from "../errors.ts";
-import {
-  authorizationStatus,
-  brokerHealth,
-  listSecrets,
-  whoami,
-} from "../broker/client.ts";
+import { ConfigError, ExitCode, UsageError } from "../errors.ts";
 import { planDelivery, settleDelivery } from "../render/delivery.ts";
 import { serverEntries } from "../render/servers.ts";
 import { planSession } from "../launch/plan.ts";
@@ -36,13 +24,14 @@ import { newSessionId } from "../session/records.ts";
 import { selfCommand } from "../self_command.ts";
 import { loadServices, type Service } from "../services/loader.ts";
 import {
-  serverReachability,
-  type StoreView,
-  tokenAvailability,
+  serverReadiness,
+  storeView,
+  tokenReadiness,
 } from "../mcp/readiness.ts";
 import type { ProbeResult } from "../mcp/probe.ts";
 import { type CommandContext, commandContext } from "./context.ts";
 import { columns, escapeControls, printLine, printWarning } from "./output.ts";
+import type { ServicesJson } from "./json_shapes.ts";
 
 /** The agent whose session `services test` starts a service as by default. */
 export const DEFAULT_TEST_AGENT = "claude";
@@ -55,7 +44,10 @@ export async function servicesCommand(
   args: readonly string[],
 ): Promise<number> {
   const [action, ...rest] = args;
-  if (action === undefined) return await listServices();
+  if (action === undefined) return await listServices({ json: false });
+  if (action === "--json" && rest.length === 0) {
+    return await listServices({ json: true });
+  }
   if (action === "show") {
     if (rest.length !== 1) {
       throw new UsageError("usage: sherlock services show <name>");
@@ -68,7 +60,7 @@ export async function servicesCommand(
   );
 }
 
-async function listServices(): Promise<number> {
+async function listServices(options: { json: boolean }): Promise<number> {
   const context = commandContext();
   const { paths, env } = context;
   const cache = new ValidationCache(paths.cacheDir);
@@ -93,8 +85,36 @@ async function listServices(): Promise<number> {
   ]];
   // Every host is looked up at once: one that does not resolve takes seconds.
   const reachability = await Promise.all(
-    services.map((service) => serverReachability(service, env.PATH)),
+    services.map((service) => serverReadiness(service, env.PATH)),
   );
+  if (options.json) {
+    const shape: ServicesJson = {
+      services: services.map((service, index) => {
+        const name = service.service.name;
+        const token = tokenReadiness(service, store, env.PATH);
+        return {
+          name,
+          path: join(paths.servicesDir, `${name}.toml`),
+          kind: "command" in service.server ? "stdio" : "remote",
+          transport: "command" in service.server
+            ? null
+            : service.server.transport,
+          tokenSource: service.token.source,
+          delivery: delivery.get(name)?.kind ?? null,
+          serverReachable: reachability[index].reachable,
+          server: reachability[index].text,
+          tokenStatus: token.status,
+          token: token.text,
+        };
+      }),
+      problems: problems.map((problem) => ({
+        path: problem.path,
+        error: formatProblem(problem),
+      })),
+    };
+    printLine(JSON.stringify(shape, null, 2));
+    return problems.length > 0 ? ExitCode.Config : 0;
+  }
   services.forEach((service, index) => {
     const name = service.service.name;
     rows.push([
@@ -104,8 +124,8 @@ async function listServices(): Promise<number> {
         : `remote (${service.server.transport})`,
       service.token.source,
       delivery.get(name)?.kind ?? "-",
-      reachability[index],
-      tokenAvailability(service, store, env.PATH),
+      reachability[index].text,
+      tokenReadiness(service, store, env.PATH).text,
     ]);
   });
   if (services.length === 0) {
@@ -119,41 +139,6 @@ async function listServices(): Promise<number> {
     printWarning(`skipped malformed service ${formatProblem(problem)}`);
   }
   return problems.length > 0 ? ExitCode.Config : 0;
-}
-
-/**
- * What the broker says about the store, without starting it: the token
- * column is a look, not an action.
- */
-async function storeView(
-  socket: string,
-  services: readonly Service[],
-): Promise<StoreView> {
-  const asks = services.some((service) =>
-    service.token.source === "secret" || service.token.source === "oauth"
-  );
-  // Not asked: no row reads the store.
-  if (!asks) return { kind: "not-running" };
-  try {
-    if (await brokerHealth(socket) === undefined) {
-      return { kind: "not-running" };
-    }
-    if (!(await whoami(socket)).loggedIn) return { kind: "locked" };
-    const secrets = await listSecrets(socket);
-    const oauth = await authorizationStatus(socket);
-    return {
-      kind: "unlocked",
-      secrets: new Set(secrets.secrets.map((secret) => secret.name)),
-      authorized: new Set(
-        oauth.services.filter((status) => status.authorized)
-          .map((status) => status.service),
-      ),
-    };
-  } catch (error) {
-    if (error instanceof UnavailableError) return { kind: "not-running" };
-    if (error instanceof NoPermissionError) return { kind: "locked" };
-    throw error;
-  }
 }
 
 /** Loads one service, or throws the one line that says why it cannot. */

@@ -17,6 +17,7 @@ import {
 } from "../fixtures/oauth/mod.ts";
 import { type BrokerHome, createBrokerHome } from "../helpers/broker_home.ts";
 import { filesContaining } from "../helpers/leaks.ts";
+import { WHOAMI_JSON } from "../../lib/cli/json_shapes.ts";
 import { startSherlock } from "../helpers/sherlock.ts";
 import { waitUntil } from "../helpers/wait.ts";
 import {
@@ -87,6 +88,12 @@ Deno.test("sherlock login with OIDC: browser sign-in, whoami, tokens, the local 
   assert.match(who.stdout, /tester@example\.test \(subject tester\)/);
   assert.ok(who.stdout.includes(`at ${as.issuer}`));
   assert.match(who.stdout, /the local store is locked/);
+  const json = await home.sherlock(["whoami", "--json"]);
+  assert.equal(json.code, 0, json.stderr);
+  const shape = WHOAMI_JSON.parse(JSON.parse(json.stdout));
+  assert.equal(shape.oidc?.issuer, as.issuer);
+  assert.equal(shape.oidc?.subject, "tester");
+  assert.equal(shape.oidc?.email, "tester@example.test");
 
   // A command service is served on the OIDC login alone; a secret service
   // needs the local store, and says how to unlock it.

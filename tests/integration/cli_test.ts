@@ -71,7 +71,7 @@ Deno.test("help <command> and <command> --help", async () => {
   );
   const agents = await runSherlock(["help", "agents"], { env: home.env });
   assert.equal(agents.code, 0);
-  assert.ok(agents.stdout.startsWith("Usage: sherlock agents\n"));
+  assert.ok(agents.stdout.startsWith("Usage: sherlock agents [--json]\n"));
 });
 
 Deno.test("every command's help, by help <command> and by <command> --help or -h, exit 0", async () => {

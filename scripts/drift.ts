@@ -362,8 +362,15 @@ async function install(agent: string, clisFile: string): Promise<string> {
   return path;
 }
 
-/** `<cli> --help` with a throwaway HOME and no inherited secrets. */
-async function helpText(cli: string, home: string): Promise<string> {
+/**
+ * `<cli> --help` with a throwaway HOME and no inherited secrets; Copilot
+ * unpacks its package into the version's drift folder, as its e2e test does.
+ */
+async function helpText(
+  cli: string,
+  options: { home: string; clisFile: string },
+): Promise<string> {
+  const { home, clisFile } = options;
   const result = await run(cli, {
     args: ["--help"],
     env: {
@@ -372,6 +379,7 @@ async function helpText(cli: string, home: string): Promise<string> {
       NO_COLOR: "1",
       TERM: "dumb",
       COPILOT_AUTO_UPDATE: "false",
+      COPILOT_PKG_CACHE_HOME: join(dirname(clisFile), "copilot"),
     },
     clearEnv: true,
     timeoutMs: HELP_TIMEOUT_MS,
@@ -395,13 +403,11 @@ async function checkAgent(agent: string, pins: PinsFile): Promise<DriftRow> {
   const folder = join(DRIFT_CACHE, `${agent}-${row.newest}`);
   const clisFile = writePins({ pins, agent, version: row.newest });
   say(`${agent}: pinned ${pin.version}, newest ${row.newest}; installing`);
+  const pinnedFile = writePins({ pins, agent, version: pin.version });
   let newestCli: string;
   let pinnedCli: string;
   try {
-    pinnedCli = await install(
-      agent,
-      writePins({ pins, agent, version: pin.version }),
-    );
+    pinnedCli = await install(agent, pinnedFile);
     newestCli = await install(agent, clisFile);
   } catch (error) {
     row.detail = `${agent} ${row.newest}: ${(error as Error).message}`;
@@ -410,8 +416,8 @@ async function checkAgent(agent: string, pins: PinsFile): Promise<DriftRow> {
   const home = Deno.makeTempDirSync({ prefix: "sherlock-drift-" });
   try {
     row.help = diffHelp(
-      await helpText(pinnedCli, home),
-      await helpText(newestCli, home),
+      await helpText(pinnedCli, { home, clisFile: pinnedFile }),
+      await helpText(newestCli, { home, clisFile }),
     );
   } finally {
     Deno.removeSync(home, { recursive: true });

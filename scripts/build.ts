@@ -63,6 +63,8 @@ export interface BuildOptions {
   outDir: string;
   /** Print the help and stop. */
   help: boolean;
+  /** Print the `deno compile` commands and outputs; compile nothing. */
+  dryRun: boolean;
 }
 
 /** The project's root: the folder above this script's. */
@@ -70,10 +72,12 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 
 /** The help text. */
 export const BUILD_HELP =
-  `Usage: deno task build [--target TARGET]... [--offline] [--out DIR]
+  `Usage: deno task build [--target TARGET]... [--offline] [--out DIR] [--dry-run]
 
 Compiles sherlock for each target (default: all five) into DIR (default
-dist/) as sherlock-<target>[.exe], and writes DIR/SHA256SUMS.
+dist/) as sherlock-<target>[.exe], and writes DIR/SHA256SUMS. --dry-run
+prints the --include list, the outputs and the exact deno compile commands
+(run from the checkout) and compiles nothing; it needs no runtime.
 
 Targets: ${TARGETS.join(", ")}
 
@@ -92,6 +96,7 @@ export function parseBuildArgs(args: readonly string[]): BuildOptions {
     offline: false,
     outDir: join(ROOT, "dist"),
     help: false,
+    dryRun: false,
   };
   for (let index = 0; index < args.length; index++) {
     const [flag, inline] = splitFlag(args[index]);
@@ -107,6 +112,7 @@ export function parseBuildArgs(args: readonly string[]): BuildOptions {
     };
     if (flag === "--help" || flag === "-h") options.help = true;
     else if (flag === "--offline") options.offline = true;
+    else if (flag === "--dry-run") options.dryRun = true;
     else if (flag === "--out") options.outDir = value();
     else if (flag === "--target") {
       const target = value();
@@ -409,6 +415,58 @@ function firstLine(text: string): string {
   ) ?? "(no output)";
 }
 
+/**
+ * The arguments of `deno compile` for one target (after `deno`), run from
+ * the checkout: the same for a build and for `--dry-run`.
+ */
+export function compileArgs(target: Target, outDir: string): string[] {
+  return [
+    "compile",
+    "--frozen",
+    // sherlock starts arbitrary agents, credential helpers and MCP servers,
+    // reads and writes its XDG folders and talks to the broker's socket:
+    // any narrower set of permissions would be one it cannot keep.
+    "--allow-all",
+    // Modules imported only when needed are not in main.ts's static graph
+    // (see lib/runtime/lazy_import.ts): name each one.
+    ...LAZY_MODULES.flatMap((module) => ["--include", module]),
+    "--target",
+    target,
+    "--output",
+    join(outDir, outputName(target)),
+    "main.ts",
+  ];
+}
+
+/** Quotes `word` for a POSIX shell when it needs it. */
+function shellWord(word: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word)
+    ? word
+    : `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+/**
+ * What `--dry-run` prints: the `--include` list, the outputs (each binary
+ * and SHA256SUMS) and one `deno compile` command per target, exactly as a
+ * build runs them from the checkout.
+ */
+export function dryRunPlan(
+  options: { targets: readonly Target[]; outDir: string },
+): string {
+  const { targets, outDir } = options;
+  const lines = [
+    "# --include (modules imported lazily, outside main.ts's static graph):",
+    ...LAZY_MODULES.map((module) => `#   ${module}`),
+    "# outputs:",
+    ...targets.map((target) => `#   ${join(outDir, outputName(target))}`),
+    `#   ${join(outDir, "SHA256SUMS")}`,
+    ...targets.map((target) =>
+      ["deno", ...compileArgs(target, outDir)].map(shellWord).join(" ")
+    ),
+  ];
+  return lines.join("\n") + "\n";
+}
+
 /** Compiles one target; throws a {@linkcode BuildError} on failure. */
 function compile(
   target: Target,
@@ -427,22 +485,7 @@ function compile(
   if (options.runtime.kind === "variable") {
     env.DENORT_BIN = options.runtime.path;
   }
-  const result = runDeno([
-    "compile",
-    "--frozen",
-    // sherlock starts arbitrary agents, credential helpers and MCP servers,
-    // reads and writes its XDG folders and talks to the broker's socket:
-    // any narrower set of permissions would be one it cannot keep.
-    "--allow-all",
-    // Modules imported only when needed are not in main.ts's static graph
-    // (see lib/runtime/lazy_import.ts): name each one.
-    ...LAZY_MODULES.flatMap((module) => ["--include", module]),
-    "--target",
-    target,
-    "--output",
-    output,
-    "main.ts",
-  ], env);
+  const result = runDeno(compileArgs(target, options.outDir), env);
   if (result.code === 0) return output;
   const stderr = result.stderr;
   if (
@@ -546,6 +589,10 @@ export async function build(args: readonly string[]): Promise<number> {
   const options = parseBuildArgs(args);
   if (options.help) {
     console.log(BUILD_HELP);
+    return 0;
+  }
+  if (options.dryRun) {
+    Deno.stdout.writeSync(new TextEncoder().encode(dryRunPlan(options)));
     return 0;
   }
   const context: RuntimeContext = {

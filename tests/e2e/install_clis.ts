@@ -16,6 +16,13 @@
  * or call {@linkcode installClis} from a test. Concurrent installers are
  * safe: each installs into a private folder and renames it into place.
  *
+ * `SHERLOCK_E2E_CLIS=<file>` replaces `clis.json` with another file of the
+ * same shape (other versions) for the installer and every e2e test; its
+ * CLIs are installed in `<file's folder>/npm/<key>/` and Copilot unpacks
+ * into `<file's folder>/copilot/`, so the pinned installs stay untouched.
+ * `deno task drift` (scripts/drift.ts) runs the e2e tests this way against
+ * the newest releases.
+ *
  * @module
  */
 
@@ -28,12 +35,12 @@ import {
   rm,
   writeFile,
 } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import pins from "./clis.json" with { type: "json" };
+import pinned from "./clis.json" with { type: "json" };
 
 /** The names of the pinned CLIs (keys of `clis.json`). */
-export type CliKey = keyof typeof pins.clis;
+export type CliKey = keyof typeof pinned.clis;
 
 /** One pinned CLI. */
 export interface CliPin {
@@ -50,8 +57,16 @@ export interface CliPin {
   optional: boolean;
 }
 
-/** Every pinned CLI by key. */
-export const CLI_PINS: Readonly<Record<CliKey, CliPin>> = pins.clis;
+/** The variable that names another `clis.json` (see the module's doc). */
+export const CLIS_OVERRIDE_VARIABLE = "SHERLOCK_E2E_CLIS";
+
+const OVERRIDE: string | undefined = Deno.env.get(CLIS_OVERRIDE_VARIABLE) ||
+  undefined;
+
+/** Every pinned CLI by key (from `SHERLOCK_E2E_CLIS` when it is set). */
+export const CLI_PINS: Readonly<Record<CliKey, CliPin>> = OVERRIDE
+  ? (JSON.parse(Deno.readTextFileSync(OVERRIDE)) as typeof pinned).clis
+  : pinned.clis;
 
 /** The repository's root folder. */
 export const REPO_ROOT: string = join(
@@ -63,9 +78,17 @@ export const REPO_ROOT: string = join(
 /** `.cache/e2e/`: everything the e2e tests keep between runs. */
 export const E2E_CACHE: string = join(REPO_ROOT, ".cache", "e2e");
 
+/**
+ * Where the CLIs are installed: `.cache/e2e/`, or the folder of the file
+ * `SHERLOCK_E2E_CLIS` names.
+ */
+export const CLI_ROOT: string = OVERRIDE
+  ? dirname(resolve(OVERRIDE))
+  : E2E_CACHE;
+
 /** The npm project folder of one CLI. */
 export function cliFolder(key: CliKey): string {
-  return join(E2E_CACHE, "npm", key);
+  return join(CLI_ROOT, "npm", key);
 }
 
 /** The path of one CLI's executable (it may not be installed yet). */
@@ -124,7 +147,7 @@ export async function installClis(
  * `$COPILOT_PKG_CACHE_HOME/pkg/<platform>/<version>`. The tests point that
  * variable here, so that only the first run after a version bump pays.
  */
-export const COPILOT_PKG_CACHE: string = join(E2E_CACHE, "copilot");
+export const COPILOT_PKG_CACHE: string = join(CLI_ROOT, "copilot");
 
 /**
  * Removes unpacked Copilot packages of other versions than the pinned one,

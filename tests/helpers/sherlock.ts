@@ -2,6 +2,11 @@
  * Runs sherlock as a real process (`deno run main.ts …`), the way an
  * operator does, with a given environment and nothing inherited.
  *
+ * `SHERLOCK_TEST_PROGRAM=path/to/sherlock` makes every test that starts
+ * sherlock through {@linkcode sherlockCommand} run that program (a compiled
+ * binary) instead, so the release checks the binary it ships with the same
+ * suites.
+ *
  * Every result is checked for the one thing sherlock must never print: a
  * stack trace or an uncaught error. Each process has a hang guard: a
  * generous timeout after which it is killed and the test fails; tests never
@@ -72,8 +77,13 @@ export interface RunningSherlock {
   killGroup(signal: Deno.Signal): void;
 }
 
-/** The argv that runs sherlock from source. */
+/**
+ * The argv that runs sherlock: `SHERLOCK_TEST_PROGRAM` when set (a compiled
+ * binary), otherwise `deno run main.ts` from source.
+ */
 export function sherlockCommand(args: readonly string[]): string[] {
+  const program = Deno.env.get("SHERLOCK_TEST_PROGRAM");
+  if (program) return [program, ...args];
   return [Deno.execPath(), "run", "--allow-all", "--quiet", MAIN_TS, ...args];
 }
 

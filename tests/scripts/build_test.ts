@@ -20,6 +20,7 @@ import {
   TARGETS,
 } from "../../scripts/build.ts";
 
+const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const BUILD_TS = fileURLToPath(
   new URL("../../scripts/build.ts", import.meta.url),
 );
@@ -287,4 +288,56 @@ Deno.test("build: a wrong DENORT_BIN is one line and exit 78; a bad target exit 
   assert.equal(usage.code, 2);
   assert.match(usage.stderr, /^build: unknown target sparc; the targets are /);
   assert.equal(usage.stderr.trimEnd().split("\n").length, 1);
+});
+
+Deno.test("build --dry-run: prints the includes, outputs and one deno compile per target, compiles nothing", async () => {
+  const out = await Deno.makeTempDir({ prefix: "sherlock-build-dry-" });
+  const outDir = join(out, "dist");
+  try {
+    const result = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-all", BUILD_TS, "--dry-run", "--out", outDir],
+      cwd: REPO_ROOT,
+      env: { DENORT_BIN: "", NO_COLOR: "1" },
+      stdin: "null",
+    }).output();
+    const stdout = new TextDecoder().decode(result.stdout);
+    assert.equal(result.code, 0, new TextDecoder().decode(result.stderr));
+    const commands = stdout.split("\n").filter((line) =>
+      line.startsWith("deno compile ")
+    );
+    assert.deepEqual(
+      commands.map((line) => line.match(/--target (\S+)/)?.[1]),
+      [...TARGETS],
+    );
+    const includes = [...stdout.matchAll(/^# {3}(lib\/\S+)$/gm)].map((m) =>
+      m[1]
+    );
+    assert.ok(includes.includes("lib/cli/run.ts"), stdout);
+    for (const [index, target] of TARGETS.entries()) {
+      const words = commands[index].split(" ");
+      assert.deepEqual(
+        words.filter((_, at) => words[at - 1] === "--include"),
+        includes,
+        `${target} includes every listed module`,
+      );
+      const output = join(outDir, outputName(target));
+      assert.equal(words[words.indexOf("--output") + 1], output);
+      assert.match(stdout, new RegExp(`^# {3}${output}$`, "m"));
+      assert.equal(words.at(-1), "main.ts");
+    }
+    assert.match(
+      stdout,
+      new RegExp(`^# {3}${join(outDir, "SHA256SUMS")}$`, "m"),
+    );
+    // Each included module is a real file, so compile can embed it.
+    for (const module of includes) {
+      assert.ok(
+        (await Deno.stat(join(REPO_ROOT, module))).isFile,
+        `${module} exists`,
+      );
+    }
+    await assert.rejects(Deno.stat(outDir), Deno.errors.NotFound);
+  } finally {
+    await Deno.remove(out, { recursive: true });
+  }
 });

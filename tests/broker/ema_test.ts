@@ -283,6 +283,11 @@ Deno.test("EMA: the provider's refusal, the AS's refusal and no OIDC login are 7
     return true;
   });
   assert.equal(as.redemptions.at(-1)?.problem, "another client");
+  home.writeService(
+    "remote",
+    `[service]\nname = "remote"\n[server]\nurl = "${s.remote.url}"\n[token]\nsource = "oauth"\nclient_id = "${EMA_CLIENT}"\n`,
+  );
+  assert.ok(await one.get(), "served again once the client is right");
 
   // Logged out at the provider, logged in to the local store only.
   const logout = await home.sherlock(["logout"]);

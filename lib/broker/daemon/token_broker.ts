@@ -76,7 +76,6 @@ export class TokenBroker {
     this.#cache.clear();
     this.#handoffs.clear();
     this.oauth.clear();
-    this.ema.clear();
   }
 
   /**

@@ -81,24 +81,28 @@ export interface EmaContext {
   store?: SecretStore;
 }
 
-/** The EMA state of one daemon: what discovery found per service. */
+/**
+ * The EMA state of one daemon: what discovery found per server URL. It
+ * holds no secret and outlives a logout, so that a token request after
+ * one still knows the server wants the SSO login.
+ */
 export class EnterpriseAuthorization {
   #discovered = new Map<string, Promise<Discovered>>();
-
-  /** Forgets what discovery found (logout, idle lock). */
-  clear(): void {
-    this.#discovered.clear();
-  }
 
   /**
    * What discovery found for `service` when its server offers EMA and the
    * service does not opt out (`ema = false`); else undefined. Discovery
-   * runs once per server URL; a failed one is tried again next time.
+   * runs once per server URL (a failed one again next time); with
+   * `discover: false`, only what an earlier discovery found counts.
    */
-  async offered(service: Service): Promise<Discovered | undefined> {
+  async offered(
+    service: Service,
+    options: { discover?: boolean } = {},
+  ): Promise<Discovered | undefined> {
     const server = service.server;
     if (service.token.ema === false || !("url" in server)) return undefined;
     let discovered = this.#discovered.get(server.url);
+    if (!discovered && options.discover === false) return undefined;
     if (!discovered) {
       discovered = discover(server.url);
       this.#discovered.set(server.url, discovered);
@@ -119,6 +123,25 @@ export class EnterpriseAuthorization {
    * OIDC login, `exchange_refused` when the provider or the server refuses.
    */
   async token(
+    service: Service,
+    discovered: Discovered,
+    context: EmaContext,
+  ): Promise<Token> {
+    try {
+      return await this.#token(service, discovered, context);
+    } catch (error) {
+      // The server may have moved (another issuer, endpoint): discover anew.
+      if (
+        !(error instanceof BrokerRequestError && error.code === "not_logged_in")
+      ) {
+        const url = (service.server as { url: string }).url;
+        this.#discovered.delete(url);
+      }
+      throw error;
+    }
+  }
+
+  async #token(
     service: Service,
     discovered: Discovered,
     context: EmaContext,

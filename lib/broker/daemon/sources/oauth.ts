@@ -32,7 +32,13 @@ async function oauthToken(
   if (grant && !grant.needsAuthorization) {
     return await oauth.token(service, store);
   }
-  const discovered = await context.ema?.offered(service);
+  // Discovery only with an SSO login (EMA needs one; others keep their
+  // old answer without a request to the server), or what an earlier one
+  // found: then the answer is "sherlock login". A server that cannot be
+  // discovered offers no EMA: "sherlock auth", as before.
+  const discovered = await context.ema?.offered(service, {
+    discover: context.oidc?.loggedIn === true,
+  }).catch(() => undefined);
   if (discovered && context.ema) {
     return await context.ema.token(service, discovered, {
       oidc: context.oidc,

@@ -12,7 +12,8 @@
  * The ID-JAG lives only for that redemption; the access token is served
  * through the broker's cache (one exchange and one redemption for all
  * waiting requests) and fetched the same way again once it expires: no
- * refresh token is kept. `[token] ema = false` opts a service out.
+ * refresh token is kept. `[token] ema = false` opts a service out; a grant
+ * made with `sherlock auth` comes first (`../sources/oauth.ts`).
  *
  * @module
  */

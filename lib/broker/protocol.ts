@@ -342,6 +342,12 @@ export interface OAuthServiceStatus {
    * the grant lacks: the next `sherlock auth` asks for them too.
    */
   scopesNeeded: string[];
+  /**
+   * True when the service has no live grant and gets its tokens by
+   * Enterprise-Managed Authorization from the SSO login instead (known
+   * while an OIDC login is held).
+   */
+  ema?: boolean;
 }
 
 /** `GET /v1/oauth/status`. */

@@ -91,7 +91,9 @@ async function status(args: readonly string[]): Promise<number> {
   for (const entry of services) {
     rows.push([
       entry.service,
-      !entry.authorized
+      entry.ema
+        ? "EMA"
+        : !entry.authorized
         ? `no (run "sherlock auth ${entry.service}")`
         : entry.scopesNeeded.length > 0
         ? `more scope (run "sherlock auth ${entry.service}")`

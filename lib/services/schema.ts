@@ -127,6 +127,7 @@ const tokenSchema = z.strictObject({
     z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, "must be an OAuth scope"),
   ).optional(),
   send_resource: z.boolean().optional(),
+  ema: z.boolean().optional(),
   subject: z.enum(["access_token", "id_token"]).optional(),
   audience: z.string().min(1, "must not be empty").refine(
     (value) => !hasControlCharacters(value),
@@ -147,6 +148,7 @@ const OAUTH_KEYS = [
   "client_secret",
   "client_metadata_url",
   "send_resource",
+  "ema",
 ] as const;
 
 /** The `[token]` keys only `source = "exchange"` takes. */
@@ -335,6 +337,11 @@ export interface TokenSpec {
   scopes?: string[];
   /** `oauth`: send RFC 8707 `resource` (default true). */
   send_resource?: boolean;
+  /**
+   * Enterprise-Managed Authorization (`source = "oauth"`): false keeps a
+   * service whose server redeems ID-JAGs on `sherlock auth` instead.
+   */
+  ema?: boolean;
   /** `exchange`: the login's token presented, `access_token` by default. */
   subject?: "access_token" | "id_token";
   /** `exchange`: the RFC 8693 `audience`. */

@@ -26,7 +26,12 @@
  * token. With OAuth, "a token" is every access token the server saw and
  * every refresh token the authorization server issued: the daemon's memory
  * is the only place they may be (its store is encrypted; its argv and
- * environment are searched too).
+ * environment are searched too). With EMA (Enterprise-Managed
+ * Authorization), no `sherlock auth` and no browser for the service: the
+ * operator's `sherlock login` at a second oidc-provider (the OpenID
+ * provider), whose ID-JAG the server's authorization server redeems; "a
+ * token" then also covers the ID token, every ID-JAG and the login's
+ * refresh tokens.
  *
  * @module
  */
@@ -80,8 +85,13 @@ interface BridgeCase {
    * OAuth grant from the fixture's authorization server, given by
    * `sherlock auth` through the headless browser.
    */
-  source?: "secret" | "oauth";
+  source?: "secret" | "oauth" | "ema";
 }
+
+/** The client id the OpenID provider names in ID-JAGs (EMA). */
+const EMA_CLIENT = "sherlock-ema";
+/** The login's client at the OpenID provider (EMA). */
+const LOGIN_CLIENT = "sherlock-cli";
 
 /** What a case saw, for a test's own checks on top of the module's list. */
 interface BridgeOutcome {
@@ -104,7 +114,35 @@ async function runBridgeCase(
   const { [key]: cliPath } = await installClis([key]);
   const secret = `e2e_${crypto.randomUUID().replaceAll("-", "")}`;
   const accepted = new Set<string>();
-  await using as = source === "oauth" ? await startAuthServer() : undefined;
+  const idJagClientIds: Record<string, string> = {};
+  await using provider = source === "ema"
+    ? await startAuthServer({
+      tokenExchange: true,
+      requireResource: false,
+      idJagClientIds,
+      clients: [{
+        client_id: LOGIN_CLIENT,
+        redirect_uris: ["http://127.0.0.1/callback"],
+      }],
+    })
+    : undefined;
+  await using as = source === "oauth"
+    ? await startAuthServer()
+    : provider
+    ? await startAuthServer({
+      idJag: { issuer: provider.issuer, jwksUrl: provider.jwksUrl },
+      clients: [{
+        client_id: EMA_CLIENT,
+        redirect_uris: ["http://127.0.0.1/callback"],
+        grant_types: [
+          "authorization_code",
+          "refresh_token",
+          "urn:ietf:params:oauth:grant-type:jwt-bearer",
+        ],
+      }],
+    })
+    : undefined;
+  if (provider && as) idJagClientIds[as.issuer] = EMA_CLIENT;
   // The server's URL is its resource, known once it listens.
   const late: { url?: string } = {};
   const good = async (bearer: string) =>
@@ -131,13 +169,27 @@ async function runBridgeCase(
   if (recipe.profile) {
     home.writeProfile(agent, recipe.profile(CLI_PINS[key].bin));
   }
-  await home.login();
+  if (provider) {
+    Deno.mkdirSync(join(home.configHome, "sherlock"), { recursive: true });
+    Deno.writeTextFileSync(
+      join(home.configHome, "sherlock", "config.toml"),
+      `[login]\nprovider = "oidc"\nissuer = "${provider.issuer}"\nclient_id = "${LOGIN_CLIENT}"\n`,
+    );
+    const login = await home.sherlock(["login"], { env: browserEnv() });
+    assert.equal(login.code, 0, login.stderr);
+  } else await home.login();
   const url = transport === "sse" ? remote.sseUrl : remote.url;
   home.writeService(
     SERVICE,
-    tokenServiceToml({ name: SERVICE, source, url }).replace(
+    tokenServiceToml({
+      name: SERVICE,
+      source: source === "ema" ? "oauth" : source,
+      url,
+    }).replace(
       "[token]",
-      `transport = "${transport}"\n\n[token]`,
+      `transport = "${transport}"\n\n[token]${
+        source === "ema" ? `\nclient_id = "${EMA_CLIENT}"` : ""
+      }`,
     ),
   );
   const printed = await giveToken(home, source, secret);
@@ -146,11 +198,22 @@ async function runBridgeCase(
   // Every secret of the case: the stored one, or the access tokens the
   // server saw and the refresh tokens the authorization server issued.
   const secrets = () =>
-    as === undefined ? [secret] : [...accepted, ...as.refreshTokenValues()];
+    as === undefined ? [secret] : [
+      ...accepted,
+      ...as.refreshTokenValues(),
+      ...(provider?.refreshTokenValues() ?? []),
+      ...(provider?.exchanges ?? []).flatMap((e) => [
+        e.subjectToken ?? "",
+        e.issued ?? "",
+      ]).filter((t) => t),
+    ];
   assert.ok(
     secrets().length > 0,
     "no refresh token was issued: the search for one would be blind",
   );
+  if (provider && as) {
+    assert.equal(as.counts.authorization, 0, "EMA opened no browser");
+  }
   const seeded =
     await recipe.seed?.(home, join(home.scratch, "operator.jsonl")) ??
       [];
@@ -268,9 +331,17 @@ async function runBridgeCase(
  */
 async function giveToken(
   home: BrokerHome,
-  source: "secret" | "oauth",
+  source: "secret" | "oauth" | "ema",
   secret: string,
 ): Promise<string> {
+  if (source === "ema") {
+    // No `sherlock auth`: `auth status` has the broker discover the server
+    // (its unauthenticated probe counts before the session) and say EMA.
+    const status = await home.sherlock(["auth", "status"]);
+    assert.equal(status.code, 0, status.stderr);
+    assert.match(status.stdout, new RegExp(`^${SERVICE}\\s+EMA\\s`, "m"));
+    return status.stdout + status.stderr;
+  }
   const result = source === "secret"
     ? await home.sherlock(["secret", "set", SERVICE], { stdin: secret })
     : await home.sherlock(["auth", SERVICE], { env: browserEnv() });
@@ -320,6 +391,11 @@ Deno.test("remote bridge: opencode lists a Streamable HTTP server's tools throug
 Deno.test("remote bridge: claude lists tools through the bridge with an OAuth grant from sherlock auth", async () => {
   const { accepted } = await runBridgeCase(claude, { source: "oauth" });
   // A JWT from the authorization server, not a stored secret.
+  assert.match(accepted[0], /^[\w-]+\.[\w-]+\.[\w-]+$/);
+});
+
+Deno.test("remote bridge: claude lists tools through the bridge with an EMA token (ID-JAG from the SSO login, no browser)", async () => {
+  const { accepted } = await runBridgeCase(claude, { source: "ema" });
   assert.match(accepted[0], /^[\w-]+\.[\w-]+\.[\w-]+$/);
 });
 

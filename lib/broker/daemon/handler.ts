@@ -354,10 +354,15 @@ async function oauthRoute(
   const oauth = context.tokens.oauth;
   if (pathname === "/v1/oauth/status") {
     if (request.method !== "GET") throw notAllowed(request.method, pathname);
-    const store = unlockedStore(context);
+    // The OIDC login alone (the store locked) still shows EMA services.
+    const store = context.login.oidc.loggedIn
+      ? context.login.store
+      : unlockedStore(context);
     const { services } = await context.tokens.oauthServices();
     return ok<OAuthStatusList>({
-      services: services.map((name) => oauth.status(name, store)),
+      services: await Promise.all(
+        services.map((name) => withEma(oauth.status(name, store), context)),
+      ),
     });
   }
   if (request.method !== "POST") throw notAllowed(request.method, pathname);
@@ -435,6 +440,25 @@ function oidcConfig(settings: Settings): OidcConfig {
     scopes: login.scopes ?? DEFAULT_OIDC_SCOPES,
     audience: login.audience,
   };
+}
+
+/**
+ * `status` with `ema: true` when the service has no live grant, an OIDC
+ * login is held and its server offers Enterprise-Managed Authorization.
+ * A discovery that fails says nothing: status never fails for it.
+ */
+async function withEma(
+  status: OAuthServiceStatus,
+  context: HandlerContext,
+): Promise<OAuthServiceStatus> {
+  if (status.authorized || !context.login.oidc.loggedIn) return status;
+  try {
+    const service = await context.tokens.service(status.service);
+    const offered = await context.tokens.ema.offered(service);
+    return offered ? { ...status, ema: true } : status;
+  } catch {
+    return status;
+  }
 }
 
 function notAllowed(method: string, pathname: string): BrokerRequestError {

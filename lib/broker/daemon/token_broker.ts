@@ -22,6 +22,7 @@ import { appendAudit } from "./audit_log.ts";
 import type { LoginState } from "./login_state.ts";
 import { BrokerRequestError } from "./request_error.ts";
 import { OAuthClient } from "./oauth/client.ts";
+import { EnterpriseAuthorization } from "./oauth/ema.ts";
 import { tokenSource } from "./sources/registry.ts";
 import { type Token, TokenCache } from "./token_cache.ts";
 import { TokenHandoffs } from "./token_handoff.ts";
@@ -54,6 +55,9 @@ export class TokenBroker {
 
   /** The OAuth client: `sherlock auth`'s flows, grants, access tokens. */
   readonly oauth: OAuthClient = new OAuthClient();
+
+  /** Enterprise-Managed Authorization: what discovery found per service. */
+  readonly ema: EnterpriseAuthorization = new EnterpriseAuthorization();
 
   /** Creates the broker with an empty cache. */
   constructor(options: TokenBrokerOptions) {
@@ -279,6 +283,7 @@ export class TokenBroker {
       helperCwd: this.#options.helperCwd,
       oauth: this.oauth,
       oidc: this.#options.login.oidc,
+      ema: this.ema,
     });
   }
 }

@@ -42,6 +42,8 @@ import {
   chooseScopes,
   clientAuthentication,
   type ClientAuthMethod,
+  ID_JAG_PROFILE,
+  JWT_BEARER_GRANT,
   missingScopes,
   oneLine,
   pkcePair,
@@ -573,9 +575,12 @@ export class OAuthClient {
     return { recorded: true, scopesNeeded };
   }
 
-  /** The status of `service`'s grant: never a value. */
-  status(service: string, store: SecretStore): OAuthServiceStatus {
-    const grant = readGrant(store, service);
+  /**
+   * The status of `service`'s grant: never a value. Without `store` (only
+   * the OIDC login held), no grant is known.
+   */
+  status(service: string, store: SecretStore | undefined): OAuthServiceStatus {
+    const grant = store && readGrant(store, service);
     const held = this.#tokens.get(service);
     const live = grant !== undefined && !grant.needsAuthorization;
     return {
@@ -635,6 +640,41 @@ export class OAuthClient {
   }
 
   /**
+   * How `service`'s client authenticates at `metadata`'s token endpoint
+   * (an ID-JAG's redemption, `ema.ts`): the form fields and headers. A
+   * configured public `client_id` needs no store; a secret or a
+   * registration does (`not_logged_in` while it is locked). Registers the
+   * client, with the JWT-bearer grant, where it has no client yet.
+   */
+  async authenticationAt(
+    service: Service,
+    metadata: ServerMetadata,
+    store: SecretStore | undefined,
+  ): Promise<
+    { form: Record<string, string>; headers: Record<string, string> }
+  > {
+    const { token } = service;
+    if (token.client_id && !token.client_secret) {
+      return clientAuthentication({ clientId: token.client_id });
+    }
+    const name = service.service.name;
+    const unlocked = requireUnlocked(name, store);
+    const client = await this.#client(service, metadata, unlocked, {
+      device: false,
+      jwtBearer: true,
+    });
+    return clientAuthentication({
+      clientId: client.clientId,
+      clientSecret: clientSecret(
+        { ...client, issuer: metadata.issuer },
+        unlocked,
+        name,
+      ),
+      method: client.clientAuth,
+    });
+  }
+
+  /**
    * The client for `metadata`'s server: the service's `client_id` (with
    * its `client_secret`, checked to be in the store), a CIMD URL when the
    * server takes them, the stored registration at this issuer, or a new
@@ -644,7 +684,7 @@ export class OAuthClient {
     service: Service,
     metadata: ServerMetadata,
     store: SecretStore,
-    options: { device: boolean },
+    options: { device: boolean; jwtBearer?: boolean },
   ): Promise<ClientIdentity> {
     const { token } = service;
     const name = service.service.name;
@@ -673,8 +713,12 @@ export class OAuthClient {
       return { clientId: token.client_metadata_url };
     }
     const stored = readClient(store, metadata.issuer);
-    // A registration made without the device grant cannot poll: register anew.
-    if (stored && (!options.device || stored.deviceGrant)) {
+    // A registration made without the device grant cannot poll, one
+    // without the JWT-bearer grant cannot redeem an ID-JAG: register anew.
+    if (
+      stored && (!options.device || stored.deviceGrant) &&
+      (!options.jwtBearer || stored.jwtBearer)
+    ) {
       return {
         clientId: stored.clientId,
         ...(stored.clientSecret && stored.clientAuth
@@ -691,6 +735,9 @@ export class OAuthClient {
         }; register a client there and set [token] client_id in services.d/${service.service.name}.toml`,
       );
     }
+    const jwtBearer = metadata.grantProfilesSupported?.includes(
+      ID_JAG_PROFILE,
+    ) ?? false;
     const answer = await requestJson(metadata.registrationEndpoint, {
       body: JSON.stringify({
         client_name: "sherlock",
@@ -700,6 +747,7 @@ export class OAuthClient {
           "authorization_code",
           "refresh_token",
           ...(metadata.deviceAuthorizationEndpoint ? [DEVICE_CODE_GRANT] : []),
+          ...(jwtBearer ? [JWT_BEARER_GRANT] : []),
         ],
         response_types: ["code"],
         token_endpoint_auth_method: "none",
@@ -741,13 +789,14 @@ export class OAuthClient {
       clientId: json.client_id,
       ...(clientAuth ? { clientSecret: secret, clientAuth } : {}),
       deviceGrant: metadata.deviceAuthorizationEndpoint !== undefined,
+      jwtBearer,
     });
     return { clientId: json.client_id, ...(clientAuth ? { clientAuth } : {}) };
   }
 }
 
 /** What discovery found for a server URL. */
-interface Discovered {
+export interface Discovered {
   metadata: ServerMetadata;
   challengeScope?: string;
   scopesSupported?: string[];
@@ -758,7 +807,7 @@ interface Discovered {
  * the resource metadata; else the well-known URIs; then the authorization
  * server's metadata (RFC 8414, then OpenID discovery).
  */
-async function discover(serverUrl: string): Promise<Discovered> {
+export async function discover(serverUrl: string): Promise<Discovered> {
   const probe = await requestJson(serverUrl, {
     body: JSON.stringify({
       jsonrpc: "2.0",
@@ -898,6 +947,19 @@ export function needsAuthorization(service: string): BrokerRequestError {
     code: "needs_authorization",
     message:
       `service ${service} needs authorization: run "sherlock auth ${service}"`,
+  });
+}
+
+/** The store, or `not_logged_in` naming `sherlock login --local`. */
+function requireUnlocked(
+  service: string,
+  store: SecretStore | undefined,
+): SecretStore {
+  if (store) return store;
+  throw new BrokerRequestError({
+    code: "not_logged_in",
+    message:
+      `service ${service}'s client at its authorization server is kept in the local store, which is locked: run "sherlock login --local"`,
   });
 }
 

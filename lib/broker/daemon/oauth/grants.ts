@@ -58,6 +58,8 @@ export interface StoredClient {
   clientAuth?: ClientAuthMethod;
   /** Registered with the device grant (RFC 8628) among its grant types. */
   deviceGrant?: boolean;
+  /** Registered with the JWT-bearer grant (RFC 7523: ID-JAGs, `ema.ts`). */
+  jwtBearer?: boolean;
 }
 
 /** The store name of a service's grant. */

@@ -108,7 +108,19 @@ export interface ServerMetadata {
   issParameterSupported: boolean;
   /** `token_endpoint_auth_methods_supported`, when the metadata names it. */
   tokenEndpointAuthMethods?: string[];
+  /**
+   * `authorization_grant_profiles_supported` (Enterprise-Managed
+   * Authorization): {@linkcode ID_JAG_PROFILE} when the server redeems
+   * ID-JAGs.
+   */
+  grantProfilesSupported?: string[];
 }
+
+/** The grant profile of a server that redeems ID-JAGs (`ema.ts`). */
+export const ID_JAG_PROFILE = "urn:ietf:params:oauth:grant-profile:id-jag";
+
+/** The JWT-bearer grant (RFC 7523), with which an ID-JAG is redeemed. */
+export const JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
 /**
  * Checks RFC 8414 metadata fetched for `issuer`: the issuer must be the one
@@ -158,6 +170,9 @@ export function readServerMetadata(
       body.authorization_response_iss_parameter_supported === true,
     tokenEndpointAuthMethods: stringList(
       body.token_endpoint_auth_methods_supported,
+    ),
+    grantProfilesSupported: stringList(
+      body.authorization_grant_profiles_supported,
     ),
   };
 }

@@ -69,10 +69,19 @@ export function targetForm(
  * (a 4xx with an OAuth `error`) is `exchange_refused` naming the service
  * and the provider's `error` and `error_description`; anything else
  * `oauth_failed`. No part of the answer that could be a token is quoted.
+ * `refuser` and `asked` word the refusal for another server or token
+ * (`the provider ISSUER` and `a token` by default).
  */
 export function readIssued(
   answer: JsonAnswer,
-  context: { service: string; issuer: string; endpoint: string; now: number },
+  context: {
+    service: string;
+    issuer: string;
+    endpoint: string;
+    now: number;
+    refuser?: string;
+    asked?: string;
+  },
 ): Token | BrokerRequestError {
   const json = answer.json as Record<string, unknown> | undefined;
   if (answer.status >= 400 && answer.status < 500 && json?.error) {
@@ -81,10 +90,11 @@ export function readIssued(
       : "";
     return new BrokerRequestError({
       code: "exchange_refused",
-      message:
-        `the provider ${context.issuer} refused a token for service ${context.service}: ${
-          redactTokens(oneLine(String(json.error)))
-        }${description ? ` (${description})` : ""}`,
+      message: `${
+        context.refuser ?? `the provider ${context.issuer}`
+      } refused ${context.asked ?? "a token"} for service ${context.service}: ${
+        redactTokens(oneLine(String(json.error)))
+      }${description ? ` (${description})` : ""}`,
     });
   }
   if (answer.status !== 200) {

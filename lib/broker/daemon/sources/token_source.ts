@@ -8,6 +8,7 @@
 
 import type { Service } from "../../../services/loader.ts";
 import type { OAuthClient } from "../oauth/client.ts";
+import type { EnterpriseAuthorization } from "../oauth/ema.ts";
 import type { OidcLogin } from "../oauth/oidc_login.ts";
 import { BrokerRequestError } from "../request_error.ts";
 import type { SecretStore } from "../secret_store.ts";
@@ -43,6 +44,8 @@ export interface SourceContext {
   oauth?: OAuthClient;
   /** The OIDC login (`source = "exchange"`): its tokens, its provider. */
   oidc?: OidcLogin;
+  /** Enterprise-Managed Authorization for `oauth` services (`ema.ts`). */
+  ema?: EnterpriseAuthorization;
 }
 
 /**

@@ -1,0 +1,322 @@
+/**
+ * Enterprise-Managed Authorization for a remote `source = "oauth"` service,
+ * against two real oidc-provider servers (tests/fixtures/oauth/): the
+ * operator's OpenID provider, whose token-exchange grant issues ID-JAGs,
+ * and the MCP server's authorization server, which advertises the ID-JAG
+ * grant profile and redeems them with the JWT-bearer grant; the remote MCP
+ * server fixture checks the access token. What arrives at each server, one
+ * exchange and one redemption for twenty requests, a new pair after
+ * expiry, a real bridge reaching the server, refusals (77), `auth status`,
+ * `ema = false`, and no token in any file, argv or environment.
+ */
+
+import assert from "node:assert/strict";
+import {
+  type AuthServer,
+  browserEnv,
+  ID_JAG_TOKEN_TYPE,
+  startAuthServer,
+} from "../fixtures/oauth/mod.ts";
+import {
+  type RemoteMcpServer,
+  startRemoteMcpServer,
+} from "../fixtures/remote_mcp_server.ts";
+import {
+  AGENT,
+  type BrokerHome,
+  createBrokerHome,
+  PASSPHRASE,
+} from "../helpers/broker_home.ts";
+import { filesContaining } from "../helpers/leaks.ts";
+import { INITIALIZE, startRawBridge } from "../helpers/raw_bridge.ts";
+import { fetchToken, registerSession } from "../../lib/broker/client.ts";
+import { CAPABILITY_ENV } from "../../lib/render/servers.ts";
+import { SherlockError } from "../../lib/errors.ts";
+import { join } from "node:path";
+
+const LOGIN_CLIENT = "sherlock-cli";
+/** The client id the provider names in ID-JAGs for the MCP server's AS. */
+const EMA_CLIENT = "sherlock-ema";
+const JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+interface Setup extends AsyncDisposable {
+  provider: AuthServer;
+  as: AuthServer;
+  remote: RemoteMcpServer;
+  home: BrokerHome;
+  audiences: string[];
+}
+
+/**
+ * The provider, the MCP server's AS (trusting the provider), the remote
+ * MCP server, and a home logged in at the provider with service "remote"
+ * (`token` adds `[token]` lines).
+ */
+async function setup(token = `client_id = "${EMA_CLIENT}"`): Promise<Setup> {
+  const clientIds: Record<string, string> = {};
+  const audiences: string[] = [];
+  const provider = await startAuthServer({
+    tokenExchange: true,
+    requireResource: false,
+    idJagClientIds: clientIds,
+    idJagAudiences: audiences,
+    clients: [{
+      client_id: LOGIN_CLIENT,
+      redirect_uris: ["http://127.0.0.1/callback"],
+    }],
+  });
+  const as = await startAuthServer({
+    accessTokenTtlSeconds: 3,
+    idJag: { issuer: provider.issuer, jwksUrl: provider.jwksUrl },
+    clients: [EMA_CLIENT, "sherlock-other"].map((client_id) => ({
+      client_id,
+      redirect_uris: ["http://127.0.0.1/callback"],
+      grant_types: ["authorization_code", "refresh_token", JWT_BEARER],
+    })),
+  });
+  clientIds[as.issuer] = EMA_CLIENT;
+  audiences.push(as.issuer);
+  const late: { remote?: RemoteMcpServer } = {};
+  const prm = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () =>
+      Response.json({
+        resource: late.remote?.url,
+        authorization_servers: [as.issuer],
+        scopes_supported: ["mcp:tools"],
+      }),
+  );
+  const remote = await startRemoteMcpServer({
+    resourceMetadataUrl: `http://127.0.0.1:${prm.addr.port}/prm`,
+    verify: (bearer) =>
+      as.verifyAccessToken(bearer, { resource: late.remote!.url }).then(
+        () => true,
+        () => false,
+      ),
+  });
+  late.remote = remote;
+  const home = await createBrokerHome();
+  Deno.mkdirSync(join(home.configHome, "sherlock"), { recursive: true });
+  Deno.writeTextFileSync(
+    join(home.configHome, "sherlock", "config.toml"),
+    `[login]\nprovider = "oidc"\nissuer = "${provider.issuer}"\nclient_id = "${LOGIN_CLIENT}"\n`,
+  );
+  home.writeService(
+    "remote",
+    `[service]\nname = "remote"\n[server]\nurl = "${remote.url}"\n[token]\nsource = "oauth"\n${token}\n`,
+  );
+  const login = await home.sherlock(["login"], { env: browserEnv() });
+  assert.equal(login.code, 0, login.stderr);
+  return {
+    provider,
+    as,
+    remote,
+    home,
+    audiences,
+    async [Symbol.asyncDispose]() {
+      await home[Symbol.asyncDispose]();
+      await remote[Symbol.asyncDispose]();
+      await prm.shutdown();
+      await as[Symbol.asyncDispose]();
+      await provider[Symbol.asyncDispose]();
+    },
+  };
+}
+
+async function session(home: BrokerHome) {
+  const id = crypto.randomUUID().replaceAll("-", "").slice(0, 12);
+  const { capability } = await registerSession({
+    socket: home.socket,
+    session: id,
+    agent: AGENT,
+    services: ["remote"],
+    pid: Deno.pid,
+  });
+  return {
+    id,
+    capability,
+    get: () =>
+      fetchToken(home.socket, { service: "remote", capability }).then((t) =>
+        t.token
+      ),
+  };
+}
+
+Deno.test("EMA: a token by ID-JAG with no browser; one exchange and one redemption for twenty requests; a real bridge reaches the server", async () => {
+  await using s = await setup();
+  const { provider, as, remote, home } = s;
+  const sessions = await Promise.all(
+    Array.from({ length: 20 }, () => session(home)),
+  );
+  const tokens = await Promise.all(sessions.map((one) => one.get()));
+  assert.equal(new Set(tokens).size, 1, "one token for all");
+  const [token] = tokens;
+
+  // At the provider: one exchange for an ID-JAG, for the AS and the server.
+  assert.equal(provider.exchanges.length, 1, "one exchange");
+  const [exchange] = provider.exchanges;
+  assert.equal(exchange.requestedTokenType, ID_JAG_TOKEN_TYPE);
+  assert.equal(
+    exchange.subjectTokenType,
+    "urn:ietf:params:oauth:token-type:id_token",
+  );
+  assert.equal(exchange.audience, as.issuer);
+  assert.equal(exchange.resource, remote.url);
+  assert.equal(exchange.scope, "mcp:tools");
+  assert.equal(exchange.clientId, LOGIN_CLIENT);
+  assert.equal(exchange.issuedTokenType, ID_JAG_TOKEN_TYPE);
+
+  // At the AS: one redemption of that ID-JAG, validated, by the client.
+  assert.equal(as.redemptions.length, 1, "one redemption");
+  const [redemption] = as.redemptions;
+  assert.equal(redemption.problem, undefined);
+  assert.equal(redemption.assertion, exchange.issued);
+  assert.equal(redemption.typ, "oauth-id-jag+jwt");
+  assert.equal(redemption.clientId, EMA_CLIENT);
+  assert.equal(redemption.claims?.iss, provider.issuer);
+  assert.equal(redemption.claims?.aud, as.issuer);
+  assert.equal(redemption.claims?.resource, remote.url);
+  assert.equal(redemption.claims?.sub, "tester");
+  assert.equal(redemption.issued, token);
+  const claims = await as.verifyAccessToken(token, { resource: remote.url });
+  assert.equal(claims.sub, "tester");
+  assert.equal(claims.client_id, EMA_CLIENT);
+
+  // No browser at the AS: no authorization request, no code grant.
+  assert.equal(as.counts.authorization, 0);
+  assert.equal(as.counts.authorization_code, 0);
+
+  // A real bridge reaches the remote MCP server with it.
+  const bridge = startRawBridge({
+    args: [
+      "bridge",
+      "--socket",
+      home.socket,
+      "--session",
+      sessions[0].id,
+      "--agent",
+      AGENT,
+      "--url",
+      remote.url,
+      "remote",
+    ],
+    env: { ...home.env, [CAPABILITY_ENV]: sessions[0].capability },
+    cwd: home.root,
+  });
+  await bridge.send(INITIALIZE);
+  const initialized = await bridge.receive();
+  assert.ok("result" in initialized, JSON.stringify(initialized));
+  await bridge.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+  await bridge.send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
+  const listed = await bridge.receive() as { result?: { tools: unknown[] } };
+  assert.ok((listed.result?.tools.length ?? 0) > 0, JSON.stringify(listed));
+  const ended = await bridge.end();
+  assert.equal(ended.code, 0, ended.stderr);
+  for (const secret of [token]) assert.ok(!ended.stderr.includes(secret));
+
+  // auth status says EMA.
+  const status = await home.sherlock(["auth", "status"]);
+  assert.equal(status.code, 0, status.stderr);
+  assert.match(status.stdout, /^remote\s+EMA\s/m);
+
+  // Neither the ID token, the ID-JAG nor the access token in any file,
+  // output, argv or environment of the daemon.
+  const secrets = [exchange.subjectToken!, exchange.issued!, token];
+  assert.ok(secrets.every((one) => one.length > 20));
+  assert.deepEqual(filesContaining(home.root, secrets), []);
+  for (const text of [status.stdout, status.stderr]) {
+    for (const secret of secrets) assert.ok(!text.includes(secret));
+  }
+  for (const pid of home.daemonPids()) {
+    for (const file of ["cmdline", "environ"]) {
+      const text = Deno.readTextFileSync(`/proc/${pid}/${file}`);
+      for (const secret of secrets) assert.ok(!text.includes(secret), file);
+    }
+  }
+});
+
+Deno.test("EMA: once the access token expires, a new exchange and redemption (no refresh token)", async () => {
+  await using s = await setup();
+  const { provider, as, home } = s;
+  const one = await session(home);
+  const first = await one.get();
+  assert.equal(as.redemptions.length, 1);
+  // The AS's tokens live 3 s; the broker serves one until shortly before.
+  await new Promise((resolve) => setTimeout(resolve, 3_100));
+  const second = await one.get();
+  assert.notEqual(second, first);
+  assert.equal(provider.exchanges.length, 2, "a new ID-JAG");
+  assert.equal(as.redemptions.length, 2, "redeemed anew");
+  assert.equal(as.counts.refresh, 0, "no refresh token used");
+  assert.notEqual(provider.exchanges[1].issued, provider.exchanges[0].issued);
+});
+
+Deno.test("EMA: the provider's refusal, the AS's refusal and no OIDC login are 77 lines naming the service", async () => {
+  await using s = await setup();
+  const { as, home, audiences } = s;
+  // The provider issues no ID-JAG for this AS.
+  audiences.length = 0;
+  const one = await session(home);
+  await assert.rejects(one.get(), (error: Error) => {
+    assert.ok(error instanceof SherlockError);
+    assert.equal(error.exitCode, 77);
+    assert.match(
+      error.message,
+      /^the provider http:\S+ refused an ID-JAG for service remote: invalid_target \(no ID-JAG for audience http:\S+\)$/,
+    );
+    return true;
+  });
+  audiences.push(as.issuer);
+
+  // The AS refuses an assertion made out to another client.
+  home.writeService(
+    "remote",
+    `[service]\nname = "remote"\n[server]\nurl = "${s.remote.url}"\n[token]\nsource = "oauth"\nclient_id = "sherlock-other"\n`,
+  );
+  await assert.rejects(one.get(), (error: Error) => {
+    assert.ok(error instanceof SherlockError);
+    assert.equal(error.exitCode, 77);
+    assert.match(
+      error.message,
+      /^the authorization server http:\S+ refused the ID-JAG for service remote: invalid_grant/,
+    );
+    return true;
+  });
+  assert.equal(as.redemptions.at(-1)?.problem, "another client");
+  home.writeService(
+    "remote",
+    `[service]\nname = "remote"\n[server]\nurl = "${s.remote.url}"\n[token]\nsource = "oauth"\nclient_id = "${EMA_CLIENT}"\n`,
+  );
+  assert.ok(await one.get(), "served again once the client is right");
+
+  // Logged out at the provider, logged in to the local store only.
+  const logout = await home.sherlock(["logout"]);
+  assert.equal(logout.code, 0, logout.stderr);
+  const local = await home.sherlock(["login", "--local"], {
+    stdin: `${PASSPHRASE}\n`,
+  });
+  assert.equal(local.code, 0, local.stderr);
+  const stored = await session(home);
+  await assert.rejects(stored.get(), (error: Error) => {
+    assert.ok(error instanceof SherlockError);
+    assert.equal(error.exitCode, 77);
+    assert.match(
+      error.message,
+      /^service remote's authorization server http:\S+ takes the SSO login .*run "sherlock login"/,
+    );
+    return true;
+  });
+});
+
+Deno.test("EMA: ema = false keeps the service on sherlock auth", async () => {
+  await using s = await setup(`client_id = "${EMA_CLIENT}"\nema = false`);
+  const one = await session(s.home);
+  await assert.rejects(one.get(), (error: Error) => {
+    assert.equal((error as SherlockError).exitCode, 77);
+    // Without EMA the grant is in the store, locked with the SSO login only.
+    assert.match(error.message, /run "sherlock login --local"/);
+    return true;
+  });
+  assert.equal(s.provider.exchanges.length, 0);
+  assert.equal(s.as.redemptions.length, 0);
+});

@@ -34,7 +34,7 @@ import {
 } from "../profiles/loader.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
 import { commandContext } from "./context.ts";
-import { columns, printLine, printWarning } from "./output.ts";
+import { printColumns, printLine, printWarning } from "./output.ts";
 import { isCommandName } from "./commands.ts";
 
 /** Runs the command; returns the exit code. */
@@ -104,7 +104,7 @@ export async function agentsCommand(args: readonly string[]): Promise<number> {
     ["NAME", "SOURCE", "EXECUTABLE"],
     ...rows.map((row) => [row.name, ...row.cells]),
   ];
-  for (const line of columns(table)) printLine(line);
+  printColumns(table, "header");
   for (const problem of listing.problems) {
     printWarning(`skipped malformed profile ${formatProblem(problem)}`);
   }

@@ -42,7 +42,13 @@ import {
 } from "../mcp/readiness.ts";
 import type { ProbeResult } from "../mcp/probe.ts";
 import { type CommandContext, commandContext } from "./context.ts";
-import { columns, escapeControls, printLine, printWarning } from "./output.ts";
+import {
+  columns,
+  escapeControls,
+  printColumns,
+  printLine,
+  printWarning,
+} from "./output.ts";
 
 /** The agent whose session `services test` starts a service as by default. */
 export const DEFAULT_TEST_AGENT = "claude";
@@ -113,7 +119,7 @@ async function listServices(): Promise<number> {
       `no services in ${paths.servicesDir}; add one, or run "sherlock import"`,
     );
   } else {
-    for (const line of columns(rows)) printLine(line);
+    printColumns(rows, "header");
   }
   for (const problem of problems) {
     printWarning(`skipped malformed service ${formatProblem(problem)}`);

@@ -46,8 +46,7 @@ _sherlock() {
 complete -F _sherlock sherlock
 `;
 
-const ZSH = `#compdef sherlock
-# sherlock's completion for zsh; in ~/.zshrc, after compinit:
+const ZSH = `# sherlock's completion for zsh; in ~/.zshrc, after compinit:
 #   eval "$(sherlock completions zsh)"
 _sherlock() {
   local line files=0

@@ -48,6 +48,8 @@ import {
   printColumns,
   printLine,
   printWarning,
+  SLOW_HELPER_MS,
+  whileWaiting,
 } from "./output.ts";
 
 /** The agent whose session `services test` starts a service as by default. */
@@ -271,7 +273,9 @@ async function testService(request: TestArgs): Promise<number> {
     });
     const fetched = broker === undefined
       ? { tokens: new Map<string, string>(), deferred: [], failed: new Map() }
-      : await broker.fetchTokens();
+      : await whileWaiting("the token", broker.fetchTokens(), {
+        afterMs: SLOW_HELPER_MS,
+      });
     // What a session would start without (a missing secret, helper or
     // grant) fails the test with the line that says what to do.
     const failure = fetched.failed.get(name) ??

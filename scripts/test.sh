@@ -13,6 +13,20 @@ echo "== deno fmt --check, deno lint, deno check" >&2
 "$DENO" lint
 "$DENO" check main.ts lib/ scripts/ tests/
 
+echo "== the shells the completion tests run (zsh, fish; Debian's packages)" >&2
+missing=()
+for shell in zsh fish; do
+  command -v "$shell" >/dev/null || missing+=("$shell")
+done
+if ((${#missing[@]} > 0)); then
+  apt=(apt-get)
+  [[ $(id -u) == 0 ]] || apt=(sudo -n apt-get)
+  if ! { "${apt[@]}" install -y "${missing[@]}" ||
+    { "${apt[@]}" update && "${apt[@]}" install -y "${missing[@]}"; }; } >&2; then
+    echo "could not install ${missing[*]}: their completion tests are skipped" >&2
+  fi
+fi
+
 echo "== installing the real agent CLIs the e2e tests run (tests/e2e/clis.json)" >&2
 "$DENO" run --allow-all tests/e2e/install_clis.ts
 

@@ -28,7 +28,7 @@ import {
 } from "../profiles/loader.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
 import { commandContext } from "./context.ts";
-import { columns, printLine, printWarning } from "./output.ts";
+import { printColumns, printLine, printWarning } from "./output.ts";
 import { isCommandName } from "./commands.ts";
 import type { AgentsJson } from "./json_shapes.ts";
 
@@ -128,7 +128,7 @@ export async function agentsCommand(args: readonly string[]): Promise<number> {
     ["NAME", "SOURCE", "EXECUTABLE"],
     ...rows.map((row) => [row.name, ...row.cells]),
   ];
-  for (const line of columns(table)) printLine(line);
+  printColumns(table, "header");
   for (const problem of listing.problems) {
     printWarning(`skipped malformed profile ${formatProblem(problem)}`);
   }

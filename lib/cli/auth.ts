@@ -18,7 +18,12 @@ import { NAME_PATTERN } from "../config/names.ts";
 import { UsageError } from "../errors.ts";
 import { commandContext } from "./context.ts";
 import { openBrowser } from "./browser.ts";
-import { columns, printLine, printWarning } from "./output.ts";
+import {
+  printColumns,
+  printLine,
+  printWarning,
+  whileWaiting,
+} from "./output.ts";
 
 /** Runs the command; returns the exit code. */
 export async function authCommand(args: readonly string[]): Promise<number> {
@@ -55,7 +60,12 @@ export async function authCommand(args: readonly string[]): Promise<number> {
   const browser = flags.includes("--no-browser") || device
     ? undefined
     : openBrowser(url, Deno.env.get("BROWSER"));
-  const result = await finished;
+  const result = await whileWaiting(
+    device
+      ? `your approval of ${service} on the other device (Ctrl-C to stop)`
+      : `the authorization of ${service} in the browser (Ctrl-C to stop)`,
+    finished,
+  );
   await browser?.catch(() => {});
   printLine(
     `authorized ${service} at ${result.issuer ?? "its server"}${
@@ -105,7 +115,7 @@ async function status(args: readonly string[]): Promise<number> {
       entry.refreshToken ? "yes" : "no",
     ]);
   }
-  for (const line of columns(rows)) printLine(line);
+  printColumns(rows, "header");
   return 0;
 }
 

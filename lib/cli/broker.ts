@@ -28,7 +28,7 @@ import { commandContext } from "./context.ts";
 import { describeLogin, loginJson } from "./login_text.ts";
 import type { BrokerStatusJson } from "./json_shapes.ts";
 import type { Health } from "../broker/protocol.ts";
-import { columns, escapeControls, printLine } from "./output.ts";
+import { escapeControls, printColumns, printLine } from "./output.ts";
 
 /** How long `broker stop` waits for the daemon to stop answering. */
 const STOP_TIMEOUT_MS = 10_000;
@@ -154,7 +154,7 @@ async function status(args: readonly string[]): Promise<number> {
   if (mismatch === undefined) {
     rows.push(["login", describeLogin(await whoami(socket))]);
   } else rows.push(["version", mismatch]);
-  for (const line of columns(rows)) printLine(line);
+  printColumns(rows, "first column");
   return mismatch === undefined ? 0 : ExitCode.Unavailable;
 }
 
@@ -224,6 +224,6 @@ function printAudit(auditLog: string, count: number): number {
       entry.cached ? "cached" : entry.reason ?? "",
     ].map((cell) => escapeControls(String(cell))));
   }
-  for (const line of columns(rows)) printLine(line);
+  printColumns(rows, "header");
   return 0;
 }

@@ -25,6 +25,11 @@ export interface CommandSpec {
    * instead of running.
    */
   needsArguments?: boolean;
+  /**
+   * Used inside rendered configs, not by hand: shell completion does not
+   * offer it.
+   */
+  internal?: boolean;
 }
 
 /** A command's entry point: its arguments in, the exit code out. */
@@ -299,6 +304,7 @@ Used inside rendered MCP configs, not by hand: fetches SERVICE's token from
 the broker at PATH and runs COMMAND with the token in VAR (written as
 FORMAT, default "{token}"), its stdio passed through.`,
     module: "lib/cli/shim.ts",
+    internal: true,
     entry: "shimCommand",
   },
   bridge: {
@@ -316,7 +322,26 @@ token does not get through is answered with a JSON-RPC error that names
 ends the remote session. Diagnostics go to stderr; stdout carries only
 JSON-RPC.`,
     module: "lib/cli/bridge.ts",
+    internal: true,
     entry: "bridgeCommand",
+  },
+  completions: {
+    summary: "print a shell's completion script (bash, zsh or fish)",
+    help: `Usage: sherlock completions <bash|zsh|fish>
+
+Prints a script that completes sherlock's commands and options, the
+agents' names (the built-ins and agents.d), the services' names and the
+stored secrets' names (never their values; only while the broker runs
+and is unlocked: completion never starts it nor asks for a passphrase).
+The script asks sherlock for the names at each completion, so a new
+profile or service completes at once.
+
+  bash   in ~/.bashrc:  eval "$(sherlock completions bash)"
+  zsh    in ~/.zshrc, after compinit:  eval "$(sherlock completions zsh)"
+  fish   sherlock completions fish > ~/.config/fish/completions/sherlock.fish`,
+    module: "lib/cli/completions.ts",
+    entry: "completionsCommand",
+    needsArguments: true,
   },
   help: {
     summary: "show this help, or a command's",

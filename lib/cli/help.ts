@@ -8,7 +8,7 @@ import { didYouMean } from "../config/suggestion.ts";
 import { UsageError } from "../errors.ts";
 import { VERSION } from "../version.ts";
 import { COMMANDS, isCommandName } from "./commands.ts";
-import { columns, printLine } from "./output.ts";
+import { columns, printHelp, printLine } from "./output.ts";
 
 /** The top-level help text. */
 export function mainHelp(): string {
@@ -35,7 +35,7 @@ export function mainHelp(): string {
 export function helpCommand(args: readonly string[]): Promise<number> {
   const name = args[0];
   if (name === undefined) {
-    printLine(mainHelp());
+    printHelp(mainHelp());
     return Promise.resolve(0);
   }
   if (!isCommandName(name)) {
@@ -45,7 +45,7 @@ export function helpCommand(args: readonly string[]): Promise<number> {
       }; see sherlock --help`,
     );
   }
-  printLine(COMMANDS[name].help);
+  printHelp(COMMANDS[name].help);
   return Promise.resolve(0);
 }
 

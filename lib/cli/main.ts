@@ -16,7 +16,7 @@ import {
   loadCommand,
 } from "./commands.ts";
 import { commandContext } from "./context.ts";
-import { printLine, reportError } from "./output.ts";
+import { printHelp, reportError } from "./output.ts";
 
 /** Runs sherlock with `args` (without the program name); returns the exit code. */
 export async function main(args: readonly string[]): Promise<number> {
@@ -96,11 +96,11 @@ async function runCommand(
 ): Promise<number> {
   const spec: CommandSpec = COMMANDS[name];
   if (isHelpFlag(args[0])) {
-    printLine(spec.help);
+    printHelp(spec.help);
     return 0;
   }
   if (args.length === 0 && spec.needsArguments) {
-    printLine(spec.help);
+    printHelp(spec.help);
     return ExitCode.Usage;
   }
   return await (await loadCommand(name))(args);

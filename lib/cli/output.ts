@@ -1,6 +1,12 @@
 /**
  * Printing for the commands: one-line errors, shell-quoted argv, aligned
- * columns. Only `lib/cli/` prints.
+ * columns, colour and emphasis, and the waiting line. Only `lib/cli/`
+ * prints.
+ *
+ * Colour and emphasis go only to a terminal: never into a pipe or a file,
+ * never when `NO_COLOR` is set (https://no-color.org) or `TERM` is `dumb`.
+ * The waiting line goes only to a terminal on stderr, so a script reading
+ * stderr never sees it.
  *
  * @module
  */
@@ -37,11 +43,29 @@ export function printLine(line = ""): void {
   printText(line + "\n");
 }
 
-/** Writes a line to stderr, prefixed with `sherlock: `. */
+/** Writes a line to stderr, prefixed with `sherlock: ` (in bold on a terminal). */
 export function printWarning(line: string): void {
+  printMarked(line, "bold");
+}
+
+/** Writes an error's line to stderr, prefixed with `sherlock: ` (in red on a terminal). */
+export function printError(line: string): void {
+  printMarked(line, "red");
+}
+
+function printMarked(line: string, style: Style): void {
   // A file with several problems reports one per line, each marked.
-  const marked = line.split("\n").map((part) => `sherlock: ${part}\n`);
-  Deno.stderr.writeSync(encoder.encode(marked.join("")));
+  const prefix = styled("sherlock:", { style, stream: "stderr" });
+  const marked = line.split("\n").map((part) => `${prefix} ${part}\n`);
+  writeStderr(marked.join(""));
+}
+
+/** Writes to stderr, above the waiting line when one shows. */
+function writeStderr(text: string): void {
+  const waiting = shownWaiting;
+  if (waiting !== undefined) clearWaitingLine(waiting);
+  Deno.stderr.writeSync(encoder.encode(text));
+  if (waiting !== undefined) drawWaitingLine(waiting);
 }
 
 /**
@@ -54,17 +78,17 @@ export function printWarning(line: string): void {
 export function reportError(error: unknown): number {
   if (error instanceof StdoutClosedError) return 0;
   if (error instanceof SherlockError) {
-    printWarning(error.message);
+    printError(error.message);
     return error.exitCode;
   }
   const message = error instanceof Error ? error.message : String(error);
-  printWarning(
+  printError(
     `internal error: ${
       message.split("\n")[0]
     } (set SHERLOCK_DEBUG=1 for details)`,
   );
   if (Deno.env.get("SHERLOCK_DEBUG") === "1" && error instanceof Error) {
-    Deno.stderr.writeSync(encoder.encode(`${error.stack}\n`));
+    writeStderr(`${error.stack}\n`);
   }
   return ExitCode.Software;
 }
@@ -88,17 +112,224 @@ export function shellQuote(word: string): string {
   return `'${word.replaceAll("'", `'\\''`)}'`;
 }
 
-/** Formats rows as columns separated by two spaces. */
-export function columns(rows: readonly string[][]): string[] {
+/** Which cells of a table {@linkcode printColumns} emphasizes. */
+export type ColumnsEmphasis = "header" | "first column";
+
+/**
+ * Formats rows as columns separated by two spaces. `emphasize`, when
+ * given, styles a cell after it is padded (escape sequences take no room
+ * on the screen, so they must not count in the widths).
+ */
+export function columns(
+  rows: readonly string[][],
+  emphasize?: (cell: string, at: { row: number; column: number }) => string,
+): string[] {
   const widths: number[] = [];
   for (const row of rows) {
     row.forEach((cell, index) => {
       widths[index] = Math.max(widths[index] ?? 0, cell.length);
     });
   }
-  return rows.map((row) =>
-    row.map((cell, index) =>
-      index === row.length - 1 ? cell : cell.padEnd(widths[index])
-    ).join("  ").trimEnd()
+  return rows.map((row, rowIndex) =>
+    row.map((cell, index) => {
+      const padded = index === row.length - 1
+        ? cell
+        : cell.padEnd(widths[index]);
+      if (emphasize === undefined) return padded;
+      // Styled without the padding's trailing blanks, which trimEnd drops.
+      const text = padded.trimEnd();
+      const styledText = emphasize(text, { row: rowIndex, column: index });
+      return styledText + padded.slice(text.length);
+    }).join("  ").trimEnd()
   );
+}
+
+/**
+ * Prints rows as {@linkcode columns} on stdout, the header row (the
+ * column names) or the first column (the keys) in bold on a terminal.
+ */
+export function printColumns(
+  rows: readonly string[][],
+  emphasis: ColumnsEmphasis,
+): void {
+  const bold = colorOn("stdout");
+  const lines = columns(
+    rows,
+    bold
+      ? (cell, at) =>
+        (emphasis === "header" ? at.row === 0 : at.column === 0)
+          ? styleText(cell, "bold")
+          : cell
+      : undefined,
+  );
+  for (const line of lines) printLine(line);
+}
+
+/**
+ * Prints a help text on stdout, its headings ("Usage:", "Options:",
+ * "Commands:" and the like: a line that starts a paragraph with a word
+ * and a colon) in bold on a terminal.
+ */
+export function printHelp(text: string): void {
+  printLine(
+    colorOn("stdout")
+      ? text.replace(
+        /^([A-Z][a-z ]*:)/gm,
+        (heading) => styleText(heading, "bold"),
+      )
+      : text,
+  );
+}
+
+// --- Colour and emphasis -------------------------------------------------
+
+/** The streams sherlock prints to. */
+export type Stream = "stdout" | "stderr";
+
+/** The emphasis sherlock uses. */
+export type Style = "bold" | "dim" | "red" | "yellow" | "green";
+
+const SGR: Record<Style, [string, string]> = {
+  bold: ["\x1b[1m", "\x1b[22m"],
+  dim: ["\x1b[2m", "\x1b[22m"],
+  red: ["\x1b[1;31m", "\x1b[22;39m"],
+  yellow: ["\x1b[33m", "\x1b[39m"],
+  green: ["\x1b[32m", "\x1b[39m"],
+};
+
+/**
+ * Whether output gets colour and emphasis: only on a terminal, with
+ * `NO_COLOR` unset or empty (no-color.org's rule) and `TERM` not `dumb`.
+ */
+export function colorAllowed(
+  facts: { isTerminal: boolean; noColor?: string; term?: string },
+): boolean {
+  if (!facts.isTerminal) return false;
+  if (facts.noColor !== undefined && facts.noColor !== "") return false;
+  return facts.term !== "dumb";
+}
+
+const terminalStreams = new Map<Stream, boolean>();
+
+function isTerminal(stream: Stream): boolean {
+  let answer = terminalStreams.get(stream);
+  if (answer === undefined) {
+    answer = stream === "stdout"
+      ? Deno.stdout.isTerminal()
+      : Deno.stderr.isTerminal();
+    terminalStreams.set(stream, answer);
+  }
+  return answer;
+}
+
+/** Whether what this process prints on `stream` gets colour and emphasis. */
+export function colorOn(stream: Stream): boolean {
+  return colorAllowed({
+    isTerminal: isTerminal(stream),
+    noColor: Deno.env.get("NO_COLOR"),
+    term: Deno.env.get("TERM"),
+  });
+}
+
+/** `text` wrapped in the escape sequences of `style`, unconditionally. */
+export function styleText(text: string, style: Style): string {
+  const [on, off] = SGR[style];
+  return `${on}${text}${off}`;
+}
+
+/** `text` in `style` when `stream` gets colour ({@linkcode colorOn}), else as it is. */
+export function styled(
+  text: string,
+  options: { style: Style; stream: Stream },
+): string {
+  return colorOn(options.stream) ? styleText(text, options.style) : text;
+}
+
+// --- The waiting line ----------------------------------------------------
+
+/** How long a helper may take before the launch shows its waiting line. */
+export const SLOW_HELPER_MS = 2_000;
+
+/** The waiting line's text after `seconds` of waiting for `what`. */
+export function waitingText(what: string, seconds: number): string {
+  return `sherlock: waiting for ${what}… ${seconds}s`;
+}
+
+interface WaitingLine {
+  what: string;
+  started: number;
+  /** The text on the screen, unstyled (its length is its width). */
+  text: string;
+}
+
+let shownWaiting: WaitingLine | undefined;
+
+function drawWaitingLine(line: WaitingLine): void {
+  // Rounded: a timer fires a little after its time, never on it exactly.
+  const seconds = Math.round((Date.now() - line.started) / 1000);
+  let text = waitingText(line.what, seconds);
+  // A line wider than the terminal wraps, and "\r" would then clear only
+  // its last row.
+  const width = terminalWidth();
+  if (width !== undefined && text.length >= width) {
+    text = text.slice(0, Math.max(width - 1, 0));
+  }
+  line.text = text;
+  Deno.stderr.writeSync(
+    encoder.encode(`\r${styled(text, { style: "dim", stream: "stderr" })}`),
+  );
+}
+
+function clearWaitingLine(line: WaitingLine): void {
+  // Blanks rather than an erase sequence: they work on any terminal.
+  Deno.stderr.writeSync(
+    encoder.encode(`\r${" ".repeat(line.text.length)}\r`),
+  );
+}
+
+function terminalWidth(): number | undefined {
+  try {
+    return Deno.consoleSize().columns || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Waits for `work`, showing on stderr, when it is a terminal, a line that
+ * says what sherlock waits for and for how many seconds, from `afterMs`
+ * on (0: at once, for a person; {@linkcode SLOW_HELPER_MS} for a helper,
+ * so that a fast one shows nothing). The line is cleared when `work`
+ * settles; lines printed meanwhile go above it. Costs one timer.
+ */
+export async function whileWaiting<T>(
+  what: string,
+  work: Promise<T>,
+  options: { afterMs?: number } = {},
+): Promise<T> {
+  if (!isTerminal("stderr") || shownWaiting !== undefined) return await work;
+  const line: WaitingLine = { what, started: Date.now(), text: "" };
+  let ticker: ReturnType<typeof setInterval> | undefined;
+  const show = () => {
+    shownWaiting = line;
+    drawWaitingLine(line);
+    const interval = setInterval(() => {
+      clearWaitingLine(line);
+      drawWaitingLine(line);
+    }, 1000);
+    Deno.unrefTimer(interval);
+    ticker = interval;
+  };
+  const delay = setTimeout(show, options.afterMs ?? 0);
+  Deno.unrefTimer(delay);
+  try {
+    return await work;
+  } finally {
+    clearTimeout(delay);
+    clearInterval(ticker);
+    if (shownWaiting === line) {
+      clearWaitingLine(line);
+      shownWaiting = undefined;
+    }
+  }
 }

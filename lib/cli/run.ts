@@ -16,11 +16,14 @@ import { executeSession, prepareSession } from "../launch/session.ts";
 import { COMMANDS, isHelpFlag } from "./commands.ts";
 import { commandContext } from "./context.ts";
 import {
-  columns,
+  printColumns,
+  printHelp,
   printLine,
   printText,
   printWarning,
   shellQuote,
+  SLOW_HELPER_MS,
+  whileWaiting,
 } from "./output.ts";
 
 /** Runs the command; returns the exit code. */
@@ -45,7 +48,7 @@ export async function runCommand(args: readonly string[]): Promise<number> {
     else if (arg === "-v" || arg === "--verbose") flags.verbose = true;
     else if (isHelpFlag(arg)) {
       // After another option: the dispatcher printed it when it came first.
-      printLine(COMMANDS.run.help);
+      printHelp(COMMANDS.run.help);
       return 0;
     } else if (arg === "--") {
       index++;
@@ -82,6 +85,9 @@ export async function runCommand(args: readonly string[]): Promise<number> {
     paths: context.paths,
     onWarning: printWarning,
     onSummary: verbose ? printWarning : undefined,
+    // A credential helper may take a while; a fast one shows nothing.
+    waitFor: (what, work) =>
+      whileWaiting(what, work, { afterMs: SLOW_HELPER_MS }),
   });
 }
 
@@ -143,7 +149,7 @@ function printDryRun(plan: SessionPlan): void {
   const mcp = profile.profile.mcp;
   if (config.kind === "none") {
     rows.push(["config", "(none, and no broker)"]);
-    for (const line of columns(rows)) printLine(line);
+    printColumns(rows, "first column");
     return;
   }
   rows.push([
@@ -154,7 +160,7 @@ function printDryRun(plan: SessionPlan): void {
       ? `merged into ${config.path} (${mcp.format}; put back byte for byte when the session ends; tokens always through the shim)`
       : `${config.path} (${mcp.mode}, ${mcp.format}; written 0600 when the session starts, removed when it ends)`,
   ]);
-  for (const line of columns(rows)) printLine(line);
+  printColumns(rows, "first column");
   printLine(
     config.kind === "merge"
       ? "--- sherlock's part of the merged config (tokens redacted) ---"

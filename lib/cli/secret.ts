@@ -17,7 +17,7 @@ import {
 import { NoPermissionError, UsageError } from "../errors.ts";
 import { NAME_PATTERN } from "../config/names.ts";
 import { commandContext } from "./context.ts";
-import { columns, printLine, printWarning } from "./output.ts";
+import { printColumns, printLine, printWarning } from "./output.ts";
 import { didYouMean } from "../config/suggestion.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
 import { loadServices } from "../services/loader.ts";
@@ -95,7 +95,7 @@ export async function secretCommand(args: readonly string[]): Promise<number> {
     for (const secret of secrets) {
       rows.push([secret.name, secret.created, secret.updated]);
     }
-    for (const line of columns(rows)) printLine(line);
+    printColumns(rows, "header");
     return 0;
   }
   if (action !== "set" && action !== "rm") {

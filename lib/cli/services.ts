@@ -30,7 +30,15 @@ import {
 } from "../mcp/readiness.ts";
 import type { ProbeResult } from "../mcp/probe.ts";
 import { type CommandContext, commandContext } from "./context.ts";
-import { columns, escapeControls, printLine, printWarning } from "./output.ts";
+import {
+  columns,
+  escapeControls,
+  printColumns,
+  printLine,
+  printWarning,
+  SLOW_HELPER_MS,
+  whileWaiting,
+} from "./output.ts";
 import type { ServicesJson } from "./json_shapes.ts";
 
 /** The agent whose session `services test` starts a service as by default. */
@@ -133,7 +141,7 @@ async function listServices(options: { json: boolean }): Promise<number> {
       `no services in ${paths.servicesDir}; add one, or run "sherlock import"`,
     );
   } else {
-    for (const line of columns(rows)) printLine(line);
+    printColumns(rows, "header");
   }
   for (const problem of problems) {
     printWarning(`skipped malformed service ${formatProblem(problem)}`);
@@ -277,7 +285,9 @@ async function testService(request: TestArgs): Promise<number> {
     });
     const fetched = broker === undefined
       ? { tokens: new Map<string, string>(), deferred: [], failed: new Map() }
-      : await broker.fetchTokens();
+      : await whileWaiting("the token", broker.fetchTokens(), {
+        afterMs: SLOW_HELPER_MS,
+      });
     // What a session would start without (a missing secret, helper or
     // grant) fails the test with the line that says what to do.
     const failure = fetched.failed.get(name) ??

@@ -167,6 +167,11 @@ export async function executeSession(
     onWarning: (message: string) => void;
     /** Called with {@linkcode sessionSummary}'s line before the agent starts (`-v`). */
     onSummary?: (line: string) => void;
+    /**
+     * Wraps the token fetch (credential helpers may be slow), so that the
+     * CLI can show that it waits.
+     */
+    waitFor?: <T>(what: string, work: Promise<T>) => Promise<T>;
   },
 ): Promise<number> {
   const { paths } = options;
@@ -192,17 +197,19 @@ async function runSession(
     paths: SherlockPaths;
     onWarning: (message: string) => void;
     onSummary?: (line: string) => void;
+    waitFor?: <T>(what: string, work: Promise<T>) => Promise<T>;
     broker: BrokerSession | undefined;
   },
 ): Promise<number> {
   const { paths, broker } = options;
+  const waitFor = options.waitFor ?? ((_what, work) => work);
   const fetched = broker === undefined
     ? {
       tokens: new Map<string, string>(),
       deferred: [],
       failed: new Map<string, SherlockError>(),
     }
-    : await broker.fetchTokens();
+    : await waitFor("the services' tokens", broker.fetchTokens());
   const unready = broker === undefined
     ? new Map<string, SherlockError>()
     : await broker.unreadyServices(plan.services);

@@ -39,6 +39,8 @@ import { INITIALIZE, startRawBridge } from "../helpers/raw_bridge.ts";
 import { startSherlock } from "../helpers/sherlock.ts";
 import { waitUntil } from "../helpers/wait.ts";
 import { filesContaining } from "../helpers/leaks.ts";
+import { sh } from "../helpers/shell.ts";
+import { runSherlockOnPty } from "../helpers/terminal.ts";
 
 interface Setup extends AsyncDisposable {
   as: AuthServer;
@@ -1064,4 +1066,31 @@ Deno.test("auth --device: refused at the server is 77; no device endpoint is 78"
       /^sherlock: the authorization server http:\S+ offers no device authorization .* without --device\n$/,
     );
   });
+});
+
+Deno.test("on a terminal, auth shows a waiting line with the seconds while the browser takes its time, cleared when authorized", async () => {
+  await using s = await setup();
+  const { home } = s;
+  const env = browserEnv();
+  const slowBrowser = home.writeScript(
+    "slow-browser",
+    `sleep 2\nexec ${sh(env.BROWSER)} "$@"`,
+  );
+  const terminal = await runSherlockOnPty(["auth", "remote"], {
+    env: { ...home.env, ...env, BROWSER: slowBrowser },
+    steps: [],
+  });
+  assert.equal(terminal.code, 0, terminal.screen);
+  const waiting =
+    "sherlock: waiting for the authorization of remote in the browser (Ctrl-C to stop)… ";
+  const { screen } = terminal;
+  assert.ok(screen.includes(`${waiting}0s`), JSON.stringify(screen));
+  assert.ok(screen.includes(`${waiting}1s`), JSON.stringify(screen));
+  const cleared = screen.lastIndexOf(waiting);
+  const after = screen.slice(cleared);
+  assert.match(after, /\r {20,}\r[\s\S]*authorized remote/);
+  // Through a pipe: no waiting line.
+  const piped = await authorize(home);
+  assert.equal(piped.code, 0, piped.stderr);
+  assert.doesNotMatch(piped.stderr, /waiting/);
 });

@@ -308,8 +308,8 @@ async function runSession(
  * variables fetched from the broker, and with `[api_key_helper]` the
  * settings that name the helper plus the session's capability, which the
  * helper (run by the agent with its environment) presents. A credential
- * the broker cannot give stops the session: the agent would start without
- * its key.
+ * the broker cannot give, the helper's included, stops the session: the
+ * agent would start without its key.
  */
 async function agentCredentials(
   plan: SessionPlan,
@@ -319,9 +319,9 @@ async function agentCredentials(
   if (broker === undefined || plan.config.kind === "none") {
     return { args: [], env: {} };
   }
-  const fetched = await broker.fetchCredentials(
-    [...new Set(Object.values(profile.credentials ?? {}))],
-  );
+  // The helper's credential too: one that cannot come stops the session
+  // here, with one line, not inside the agent at its first request.
+  const fetched = await broker.fetchCredentials(credentialNames(profile));
   const env = credentialEnv(profile.credentials, fetched);
   const helper = profile.api_key_helper;
   if (helper === undefined) return { args: [], env };
@@ -457,7 +457,7 @@ export async function openBrokerSession(
       }
       for (const [name, error] of fetched.failed) {
         throw new SherlockError(
-          `the agent's credential ${name} ([credentials]): ${error.message}`,
+          `the agent's own credential ${name}: ${error.message}`,
           error.exitCode,
         );
       }

@@ -186,3 +186,16 @@ Deno.test("[api_key_helper]: the agent's key helper gets the session's credentia
   assert.equal(outside.stdout, "");
   assert.match(outside.stderr, /no session capability/);
 });
+
+Deno.test("[api_key_helper]: a helper credential the broker cannot give stops the session before the agent starts", async () => {
+  await using home = await createBrokerHome();
+  writeAgentProfile(home, '[api_key_helper]\ncredential = "anthropic"\n');
+  await home.login();
+  const { result, record } = await home.runAgent();
+  assert.equal(result.code, 77, result.stderr);
+  assert.equal(record, undefined);
+  assert.match(
+    result.stderr,
+    /own credential anthropic: .*"sherlock secret set anthropic"/,
+  );
+});

@@ -59,6 +59,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeMeaning>> = {
   wrong_passphrase: { status: 401, exitCode: ExitCode.NoPermission },
   unknown_session: { status: 401, exitCode: ExitCode.NoPermission },
   service_not_in_session: { status: 403, exitCode: ExitCode.NoPermission },
+  credential_not_in_session: { status: 403, exitCode: ExitCode.NoPermission },
   store_exists: { status: 409, exitCode: ExitCode.Usage },
   store_unusable: { status: 409, exitCode: ExitCode.Config },
   store_write_failed: { status: 500, exitCode: ExitCode.CantCreate },

@@ -41,6 +41,11 @@ export interface AuditEntry {
   scopes?: string[];
   /** The services a session registered, for `session_start`. */
   services?: string[];
+  /**
+   * The agent's own credentials a session registered, for `session_start`;
+   * true on a token event that served one of them.
+   */
+  credentials?: string[] | true;
   /** The pid of the sherlock that registered a session. */
   pid?: number;
   /** That process's executable as the daemon read it (Linux), if it could. */

@@ -414,6 +414,9 @@ export async function registerSession(
       session: options.session,
       agent: options.agent,
       services: [...options.services],
+      ...(options.credentials && options.credentials.length > 0
+        ? { credentials: [...options.credentials] }
+        : {}),
       pid: options.pid,
     } satisfies SessionRequest,
     timeoutMs: QUICK_TIMEOUT_MS,
@@ -557,6 +560,8 @@ export async function fetchTokens(
     services: readonly string[];
     defer?: TokensDefer;
     capability: string;
+    /** True: `services` are the session's credentials (`[credentials]`). */
+    credentials?: boolean;
   },
 ): Promise<FetchedTokens> {
   const answer = await callBroker<TokensResponse>({
@@ -569,6 +574,7 @@ export async function fetchTokens(
       ...(options.defer && options.defer.services.length > 0
         ? { defer: options.defer }
         : {}),
+      ...(options.credentials ? { credentials: true } : {}),
     } satisfies TokensRequest,
     timeoutMs: TOKEN_TIMEOUT_MS,
     isAnswer: (body: unknown) =>

@@ -142,6 +142,12 @@ export interface SessionRequest {
   agent: string;
   /** The services the session may get tokens for, each at most once. */
   services: string[];
+  /**
+   * The agent's own credentials (a profile's `[credentials]`): service or
+   * secret names, each at most once, served only to requests that say
+   * `credential: true`.
+   */
+  credentials?: string[];
   /** The pid of the sherlock that runs the session (alive, this user's). */
   pid: number;
 }
@@ -176,6 +182,11 @@ export interface TokenRequest {
    * same token — rather than that one again.
    */
   refused?: string;
+  /**
+   * True: `service` names one of the session's credentials (a service of
+   * that name, else a stored secret of that name), not one of its services.
+   */
+  credential?: boolean;
 }
 
 /** The answer to `POST /v1/token`. */
@@ -207,6 +218,8 @@ export interface TokensRequest {
    * for this session's shim's `POST /v1/token`, and audited only then.
    */
   defer?: TokensDefer;
+  /** True: `services` are the session's credentials (see {@linkcode TokenRequest}). */
+  credentials?: boolean;
 }
 
 /** Which tokens of a {@linkcode TokensRequest} the daemon keeps for the shim. */
@@ -270,6 +283,7 @@ export type ErrorCode =
   | "wrong_passphrase"
   | "unknown_session"
   | "service_not_in_session"
+  | "credential_not_in_session"
   | "store_exists"
   | "store_unusable"
   | "store_write_failed"

@@ -307,6 +307,18 @@ FORMAT, default "{token}"), its stdio passed through.`,
     internal: true,
     entry: "shimCommand",
   },
+  credential: {
+    summary: "(used by an agent's key helper) print the agent's own key",
+    help: `Usage: sherlock credential --socket PATH NAME
+
+Used by an agent's key helper, not by hand: a profile's [api_key_helper]
+gives Claude Code the apiKeyHelper setting that runs this. Prints the
+credential NAME (a service of that name, else a stored secret) on stdout,
+only to a session "sherlock run" registered (its capability in the
+environment) and only when NAME is one of that session's credentials.`,
+    module: "lib/cli/credential.ts",
+    entry: "credentialCommand",
+  },
   bridge: {
     summary: "(used inside rendered configs) a remote MCP server on stdio",
     help:

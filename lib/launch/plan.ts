@@ -351,8 +351,9 @@ export function buildArgs(
 
 /**
  * The agent's environment: the operator's, plus `[env]` (expanded), plus
- * `[mcp] var` in env-var mode; then every `[forbid] env` name is removed,
- * including one that `[env]` set — forbid wins.
+ * `[mcp] var` in env-var mode; then every `[forbid] env` name and every
+ * `[credentials]` variable is removed, including one that `[env]` set —
+ * forbid wins.
  */
 export function buildEnv(
   options: {
@@ -385,7 +386,12 @@ export function buildEnv(
     if (value !== undefined) env[name] = value;
   }
   Object.assign(env, envSet);
-  const forbidden = new Set(profile.forbid.env);
+  // A credential's shell copy goes as [forbid] does: the broker's is the
+  // only one the agent sees (set once fetched, `agent_credentials.ts`).
+  const forbidden = new Set([
+    ...profile.forbid.env,
+    ...Object.keys(profile.credentials ?? {}),
+  ]);
   const envRemoved = [...forbidden].filter((name) => Object.hasOwn(env, name));
   for (const name of forbidden) {
     delete env[name];

@@ -7,11 +7,7 @@
  */
 
 import { formatProblem } from "../config/toml_files.ts";
-import {
-  ConfigError,
-  NoPermissionError,
-  type SherlockError,
-} from "../errors.ts";
+import { ConfigError, NoPermissionError, SherlockError } from "../errors.ts";
 import type { Env, SherlockPaths } from "../config/sherlock_paths.ts";
 import { loadProfile } from "../profiles/loader.ts";
 import {
@@ -56,6 +52,12 @@ import {
   spawnError,
 } from "./spawn.ts";
 import type { ServiceFlags } from "./service_selection.ts";
+import {
+  apiKeyHelperArgs,
+  credentialEnv,
+  credentialNames,
+} from "./agent_credentials.ts";
+import { CAPABILITY_ENV } from "../render/servers.ts";
 
 /** What `sherlock run` asks for. */
 export interface SessionOptions {
@@ -178,6 +180,10 @@ export async function executeSession(
   sweepStaleSessions(paths.stateDir, options.onWarning);
   const broker = await openBrokerSession({
     delivery: plan.delivery,
+    // A session without MCP config (`--help`) needs no credential either.
+    credentials: plan.config.kind === "none"
+      ? []
+      : credentialNames(plan.profile.profile),
     socket: paths.socket,
     session: plan.session,
     agent: plan.agent,
@@ -239,9 +245,11 @@ async function runSession(
     delivery: settled,
     tokens: fetched.tokens,
   });
-  const args = document.kind === "argv" && plan.config.kind === "argv"
+  const planned = document.kind === "argv" && plan.config.kind === "argv"
     ? argsWithValues(plan, document.values)
     : plan.args;
+  const agent = await agentCredentials(plan, broker);
+  const args = [...agent.args, ...planned];
   const executable = requireExecutable({
     name: plan.executable,
     searchPath: plan.env.PATH,
@@ -278,7 +286,7 @@ async function runSession(
     return await relay.spawn({
       path: executable,
       args,
-      env: plan.env,
+      env: { ...plan.env, ...agent.env },
       // The session lives as long as its agent, even if sherlock is killed.
       onSpawn: (pid) => recordAgent(paths.stateDir, record, pid),
     });
@@ -300,6 +308,38 @@ async function runSession(
     await broker?.end();
     relay.close();
   }
+}
+
+/**
+ * What the agent's own credentials add to its start: the `[credentials]`
+ * variables fetched from the broker, and with `[api_key_helper]` the
+ * settings that name the helper plus the session's capability, which the
+ * helper (run by the agent with its environment) presents. A credential
+ * the broker cannot give, the helper's included, stops the session: the
+ * agent would start without its key.
+ */
+async function agentCredentials(
+  plan: SessionPlan,
+  broker: BrokerSession | undefined,
+): Promise<{ args: string[]; env: Record<string, string> }> {
+  const { profile } = plan.profile;
+  if (broker === undefined || plan.config.kind === "none") {
+    return { args: [], env: {} };
+  }
+  // The helper's credential too: one that cannot come stops the session
+  // here, with one line, not inside the agent at its first request.
+  const fetched = await broker.fetchCredentials(credentialNames(profile));
+  const env = credentialEnv(profile.credentials, fetched);
+  const helper = profile.api_key_helper;
+  if (helper === undefined) return { args: [], env };
+  return {
+    args: apiKeyHelperArgs({
+      credential: helper.credential,
+      socket: plan.shim.socket,
+      selfCommand: plan.shim.command,
+    }),
+    env: { ...env, [CAPABILITY_ENV]: broker.capability },
+  };
 }
 
 /**
@@ -349,6 +389,12 @@ export interface BrokerSession {
   unreadyServices(
     services: readonly Service[],
   ): Promise<Map<string, SherlockError>>;
+  /**
+   * The agent's own credentials by name (`[credentials]` values), all at
+   * once; throws the first one's error, naming it, when the broker cannot
+   * give one.
+   */
+  fetchCredentials(names: readonly string[]): Promise<Map<string, string>>;
   /** Ends the broker session; never throws, does nothing the second time. */
   end(): Promise<void>;
 }
@@ -362,13 +408,16 @@ export interface BrokerSession {
 export async function openBrokerSession(
   options: {
     delivery: DeliveryPlan;
+    /** The agent's own credentials the session may fetch (`[credentials]`). */
+    credentials?: readonly string[];
     socket: string;
     session: string;
     agent: string;
   },
 ): Promise<BrokerSession | undefined> {
   const needing = servicesNeedingTokens(options.delivery);
-  if (needing.length === 0) return undefined;
+  const credentials = options.credentials ?? [];
+  if (needing.length === 0 && credentials.length === 0) return undefined;
   // Only sessions with tokens load the broker client.
   const client = await importLazily<typeof import("../broker/client.ts")>(
     new URL("../broker/client.ts", import.meta.url),
@@ -378,6 +427,7 @@ export async function openBrokerSession(
     session: options.session,
     agent: options.agent,
     services: needing,
+    credentials: [...credentials],
     pid: Deno.pid,
   });
   let ended = false;
@@ -395,14 +445,30 @@ export async function openBrokerSession(
         });
       } catch (error) {
         if (!(error instanceof client.NotLoggedInError)) throw error;
-        throw new NoPermissionError(
-          `not logged in to the broker (${
-            needing.length === 1
-              ? `service ${needing[0]} needs a token`
-              : `services ${needing.join(", ")} need tokens`
-          }); run "sherlock login"`,
+        throw notLoggedIn(needing, credentials);
+      }
+    },
+    async fetchCredentials(names) {
+      if (names.length === 0) return new Map();
+      let fetched: FetchedTokens;
+      try {
+        fetched = await client.fetchTokens({
+          socket: options.socket,
+          services: names,
+          capability,
+          credentials: true,
+        });
+      } catch (error) {
+        if (!(error instanceof client.NotLoggedInError)) throw error;
+        throw notLoggedIn(needing, credentials);
+      }
+      for (const [name, error] of fetched.failed) {
+        throw new SherlockError(
+          `the agent's own credential ${name}: ${error.message}`,
+          error.exitCode,
         );
       }
+      return fetched.tokens;
     },
     async unreadyServices(services) {
       const later = services.filter((service) => {
@@ -461,4 +527,24 @@ export async function openBrokerSession(
       }
     },
   };
+}
+
+/** "Not logged in", naming what the session needs the broker for. */
+function notLoggedIn(
+  services: readonly string[],
+  credentials: readonly string[],
+): NoPermissionError {
+  const needs = [
+    ...(services.length === 0 ? [] : [
+      services.length === 1
+        ? `service ${services[0]} needs a token`
+        : `services ${services.join(", ")} need tokens`,
+    ]),
+    ...(credentials.length === 0
+      ? []
+      : [`the agent needs ${credentials.join(", ")} ([credentials])`]),
+  ];
+  return new NoPermissionError(
+    `not logged in to the broker (${needs.join("; ")}); run "sherlock login"`,
+  );
 }

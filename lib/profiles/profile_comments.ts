@@ -86,4 +86,10 @@ export const KEY_COMMENTS: Readonly<Record<string, string>> = {
   forbid:
     "[forbid]: removed from the agent's environment, even when [env] sets\nthem.",
   "forbid.env": 'Variable names, e.g. ["ANTHROPIC_API_KEY"].',
+  credentials:
+    "[credentials]: the agent's own keys from the broker, e.g.\nANTHROPIC_API_KEY = \"anthropic\" (a service of that name, else a stored\nsecret); set in its environment only, your shell's copy removed.",
+  api_key_helper:
+    "[api_key_helper]: Claude Code asks sherlock for its key (apiKeyHelper),\nso the key is in no environment.",
+  "api_key_helper.credential":
+    "The service or secret name whose value is the key.",
 };

@@ -112,6 +112,15 @@ export const profileSchema = z.strictObject({
   forbid: z.strictObject({
     env: z.array(envName).default([]),
   }).default({ env: [] }),
+  // The agent's own credentials (lib/launch/agent_credentials.ts): a
+  // variable to a service name, else a stored secret's name, fetched from
+  // the broker at launch into the agent's environment only. Optional, not
+  // defaulted: the built-ins spell out every default and need none.
+  credentials: z.record(envName, name).optional(),
+  // Claude Code asks for its key itself: `--settings {"apiKeyHelper": …}`
+  // runs `sherlock credential <credential>`, so the key is in no
+  // environment at all.
+  api_key_helper: z.strictObject({ credential: name }).optional(),
   // Which services its sessions get (lib/launch/service_selection.ts):
   // only those of include, or all but those of exclude.
   services: z.strictObject({
@@ -129,6 +138,34 @@ export const profileSchema = z.strictObject({
       message:
         "include already names the whole set; remove exclude (or include)",
     });
+  }
+  // A credential's variable holds what the broker gave: [env] setting it,
+  // or [forbid] removing it, would be two answers for one variable.
+  for (const variable of Object.keys(profile.credentials ?? {})) {
+    if (Object.hasOwn(profile.env, variable)) {
+      context.addIssue({
+        code: "custom",
+        path: ["env", variable],
+        message:
+          "is also in [credentials], which sets it from the broker; remove one",
+      });
+    }
+    const index = profile.forbid.env.indexOf(variable);
+    if (index !== -1) {
+      context.addIssue({
+        code: "custom",
+        path: ["forbid", "env", index],
+        message:
+          `${variable} is in [credentials]: its shell copy is removed anyway, the broker's set; remove it here`,
+      });
+    }
+    if (profile.mcp.mode === "env-var" && profile.mcp.var === variable) {
+      context.addIssue({
+        code: "custom",
+        path: ["credentials", variable],
+        message: "is [mcp] var, which carries the config's path; remove it",
+      });
+    }
   }
   // In env-var mode the variable carries the config's path: a profile that
   // also sets or forbids it would start the agent without its config.

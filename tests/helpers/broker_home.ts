@@ -73,6 +73,8 @@ export interface BrokerHome extends TestHome {
       args?: string[];
       /** sherlock's own options, before the agent's name (`--strict`). */
       runOptions?: string[];
+      /** Variables added to sherlock's environment (the operator's shell). */
+      env?: Record<string, string>;
     },
   ): Promise<{ result: SherlockResult; record?: AgentRecord }>;
   /** Writes an executable /bin/sh script into `bin/`; returns its path. */
@@ -155,7 +157,7 @@ export async function createBrokerHome(): Promise<BrokerHome> {
         AGENT,
         ...(options.args ?? []),
       ], {
-        env: agent.env,
+        env: { ...options.env, ...agent.env },
       });
       return {
         result,

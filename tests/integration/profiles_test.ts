@@ -162,7 +162,7 @@ const MALFORMED: {
     text:
       `[agent]\nname = "bad"\nexecutable = "fake"\n[mcp]\nmode = "env-var"\nvar = "V"\n[extras]\nx = 1\n`,
     problem:
-      "7: extras: unknown key (allowed here: agent, mcp, env, argv, forbid, services)",
+      "7: extras: unknown key (allowed here: agent, mcp, env, argv, forbid, credentials, api_key_helper, services)",
   },
   {
     kind: "name is not the basename",

@@ -140,7 +140,7 @@ Deno.test("schema problems: unknown keys are errors, with the allowed ones", () 
   );
   assert.equal(
     problem(`${AGENT}${MCP}[extra]\nx = 1\n`),
-    "a.toml:7: extra: unknown key (allowed here: agent, mcp, env, argv, forbid, services)",
+    "a.toml:7: extra: unknown key (allowed here: agent, mcp, env, argv, forbid, credentials, api_key_helper, services)",
   );
   assert.equal(
     problem(`${AGENT}${MCP}[forbid]\nenv = []\nvars = []\n`),
@@ -425,4 +425,35 @@ Deno.test("loader: a folder named like a profile is a problem, not a crash", asy
     const listing = await loadAllProfiles(sources);
     assert.ok(listing.profiles.some((p) => p.profile.agent.name === "copilot"));
   });
+});
+
+Deno.test("schema problems: [credentials] names a variable once and a service or secret name", () => {
+  assert.equal(
+    problem(
+      `${AGENT}${MCP}[env]\nGH_TOKEN = "x"\n[credentials]\nGH_TOKEN = "github"\n`,
+    ),
+    "a.toml:8: env.GH_TOKEN: is also in [credentials], which sets it from the broker; remove one",
+  );
+  assert.match(
+    problem(`${AGENT}${MCP}[credentials]\nGH_TOKEN = "GitHub!"\n`),
+    /^a\.toml:\d+: credentials\.GH_TOKEN: must be lowercase letters/,
+  );
+  assert.match(
+    problem(`${AGENT}${MCP}[credentials]\n"not-a-var" = "github"\n`),
+    /credentials\.not-a-var.*environment variable name/,
+  );
+  assert.match(
+    problem(
+      `${AGENT}${MCP}[api_key_helper]\ncredential = "anthropic"\nflag = "-x"\n`,
+    ),
+    /api_key_helper.*flag/,
+  );
+  const text =
+    `${AGENT}${MCP}[credentials]\nANTHROPIC_API_KEY = "anthropic"\n[api_key_helper]\ncredential = "anthropic"\n`;
+  const result = validateProfile(parse(text), text);
+  assert.ok(result.ok);
+  assert.deepEqual(result.value.credentials, {
+    ANTHROPIC_API_KEY: "anthropic",
+  });
+  assert.deepEqual(result.value.api_key_helper, { credential: "anthropic" });
 });

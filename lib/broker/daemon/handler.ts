@@ -190,6 +190,9 @@ async function route(
     const session = requireCaller(body, "session");
     const agent = requireCaller(body, "agent");
     const services = requireNames(body, "services");
+    const credentials = body.credentials === undefined
+      ? []
+      : requireNames(body, "credentials");
     const pid = body.pid;
     if (typeof pid !== "number" || !Number.isSafeInteger(pid)) {
       throw badRequest(`"pid" must be an integer`);
@@ -198,6 +201,7 @@ async function route(
       session,
       agent,
       services,
+      credentials,
       pid,
     });
     appendAudit(context.stateDir, {
@@ -205,6 +209,7 @@ async function route(
       agent,
       session,
       services,
+      ...(credentials.length > 0 ? { credentials } : {}),
       pid,
       ...processExecutable(pid),
     });
@@ -231,7 +236,10 @@ async function route(
       throw badRequest(`"refused" must be a token's hex SHA-256`);
     }
     const session = registeredSession(context, capability, [service]);
-    return ok(await context.tokens.token({ service, session, refused }));
+    const credential = body.credential === true;
+    return ok(
+      await context.tokens.token({ service, session, refused, credential }),
+    );
   }
   if (pathname === "/v1/tokens") {
     allow("POST");
@@ -239,6 +247,7 @@ async function route(
     const services = requireNames(body, "services");
     const capability = requireString(body, "capability");
     const defer = optionalDefer(body, services);
+    const credential = body.credentials === true;
     const session = registeredSession(context, capability, services);
     // The local store or the OIDC login; each source checks what it needs.
     if (!context.login.loggedIn) unlockedStore(context);
@@ -254,6 +263,7 @@ async function route(
               service,
               session,
               deferIfContains,
+              credential,
             }),
           };
         } catch (error) {

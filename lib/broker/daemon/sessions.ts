@@ -45,6 +45,8 @@ export interface RegisteredSession {
   agent: string;
   /** The services it may get tokens for. */
   services: ReadonlySet<string>;
+  /** The agent's own credentials it may get (`[credentials]`). */
+  credentials: ReadonlySet<string>;
   /** The pid of the sherlock that runs it. */
   pid: number;
   /** That process's start time (Linux), so that a reused pid does not match. */
@@ -59,6 +61,8 @@ export interface SessionRegistration {
   agent: string;
   /** The services it may get tokens for. */
   services: readonly string[];
+  /** The agent's own credentials it may get; none when absent. */
+  credentials?: readonly string[];
   /** The pid of the sherlock that runs it. */
   pid: number;
 }
@@ -118,6 +122,7 @@ export class SessionTable {
       session: registration.session,
       agent: registration.agent,
       services: new Set(registration.services),
+      credentials: new Set(registration.credentials ?? []),
       pid,
       processStart: processStartTime(pid),
     });

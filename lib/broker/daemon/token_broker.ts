@@ -97,25 +97,39 @@ export class TokenBroker {
       deferIfContains?: readonly string[];
       /** The hex SHA-256 of a token the server refused: not served again. */
       refused?: string;
+      /** `service` is one of the session's credentials (`[credentials]`). */
+      credential?: boolean;
     },
   ): Promise<TokenResponse | { deferred: true }> {
     const { session, agent } = request.session;
-    if (!request.session.services.has(request.service)) {
+    const credential = request.credential === true;
+    const allowed = credential
+      ? request.session.credentials
+      : request.session.services;
+    if (!allowed.has(request.service)) {
+      const code = credential
+        ? "credential_not_in_session"
+        : "service_not_in_session";
       appendAudit(this.#options.paths.stateDir, {
         event: "token_failed",
         agent,
         session,
         service: request.service,
-        reason: "service_not_in_session",
+        ...(credential ? { credentials: true as const } : {}),
+        reason: code,
       });
       throw new BrokerRequestError({
-        code: "service_not_in_session",
-        message:
-          `service ${request.service} is not one of session ${session}'s services`,
+        code,
+        message: credential
+          ? `${request.service} is not one of session ${session}'s credentials (the profile's [credentials])`
+          : `service ${request.service} is not one of session ${session}'s services`,
       });
     }
     if (!this.#options.login.loggedIn) throw notLoggedIn();
-    const service = await this.#service(request.service);
+    // A credential names a service when one has that name, else a secret.
+    const service = credential
+      ? await this.#credentialService(request.service)
+      : await this.#service(request.service);
     const { token } = service;
     if (token.source === "none") {
       throw new BrokerRequestError({
@@ -163,6 +177,7 @@ export class TokenBroker {
         source: token.source,
         expiresAt,
         cached: served.cached,
+        ...(credential ? { credentials: true as const } : {}),
       });
       return { token: served.token, expiresAt };
     } catch (error) {
@@ -273,6 +288,25 @@ export class TokenBroker {
     return service;
   }
 
+  /**
+   * The service a credential names: the service of that name, else a
+   * stand-in whose token is the stored secret of that name (source
+   * `secret` reads the secret named after the service).
+   */
+  async #credentialService(name: string): Promise<Service> {
+    const service = await loadService(name, {
+      paths: this.#options.paths,
+      cache: this.#options.validationCache,
+    }).catch((error) => {
+      if (!(error instanceof InvalidFileError)) throw error;
+      throw new BrokerRequestError({
+        code: "invalid_service",
+        message: error.message,
+      });
+    });
+    return service ?? secretCredential(name);
+  }
+
   #fetch(service: Service): Promise<Token> {
     const { source } = service.token;
     // token() refused "none" already; the store may have locked meanwhile.
@@ -286,6 +320,18 @@ export class TokenBroker {
       ema: this.ema,
     });
   }
+}
+
+/**
+ * A service-less credential: the stored secret of its name. Only its name
+ * and `[token] source` are read (by the cache key and the secret source),
+ * so it is not a whole service file's worth of fields.
+ */
+function secretCredential(name: string): Service {
+  return {
+    service: { name },
+    token: { source: "secret" },
+  } as unknown as Service;
 }
 
 function notLoggedIn(): BrokerRequestError {

@@ -318,6 +318,7 @@ only to a session "sherlock run" registered (its capability in the
 environment) and only when NAME is one of that session's credentials.`,
     module: "lib/cli/credential.ts",
     entry: "credentialCommand",
+    internal: true,
   },
   bridge: {
     summary: "(used inside rendered configs) a remote MCP server on stdio",

@@ -58,11 +58,18 @@ Deno.test("commandGrammar: subcommands from the usage lines, each with its own f
   assert.deepEqual(run.flags.map((flag) => flag.name), [
     "--dry-run",
     "--strict",
+    "--service",
+    "--no-service",
     "-v",
     "--verbose",
     "-h",
     "--help",
   ]);
+  assert.deepEqual(
+    run.flags.find((flag) => flag.name === "--service")?.value,
+    "NAME",
+    "--service takes a service's name",
+  );
   assert.deepEqual(run.subcommands.size, 0);
 });
 

@@ -113,6 +113,19 @@ export interface OidcLoginStatus {
 }
 
 /**
+ * The workload token types `sherlock login --subject-token-type` takes, by
+ * their short names (RFC 8693 §3 URNs).
+ */
+export const SUBJECT_TOKEN_TYPES = {
+  id_token: "urn:ietf:params:oauth:token-type:id_token",
+  jwt: "urn:ietf:params:oauth:token-type:jwt",
+  access_token: "urn:ietf:params:oauth:token-type:access_token",
+} as const;
+
+/** A CI platform's token is an ID token (GitHub Actions, GitLab CI…). */
+export const DEFAULT_SUBJECT_TOKEN_TYPE = SUBJECT_TOKEN_TYPES.id_token;
+
+/**
  * `POST /v1/oidc/workload`: log in at the OpenID provider with a workload
  * identity token (a CI job's), exchanged there (RFC 8693). The token is
  * sent to the provider once and not kept.

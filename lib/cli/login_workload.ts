@@ -13,8 +13,7 @@ import { ensureBroker, workloadLogin } from "../broker/client.ts";
 import {
   DEFAULT_SUBJECT_TOKEN_TYPE,
   SUBJECT_TOKEN_TYPES,
-  subjectTokenType,
-} from "../broker/daemon/oauth/workload_login.ts";
+} from "../broker/protocol.ts";
 import { readOperatorFile } from "../config/toml_files.ts";
 import { ConfigError, UsageError } from "../errors.ts";
 import { commandContext } from "./context.ts";
@@ -166,6 +165,18 @@ export function readSubjectToken(
     );
   }
   return token;
+}
+
+/**
+ * The URN of a `--subject-token-type` value: a short name of
+ * {@linkcode SUBJECT_TOKEN_TYPES} or one of their URNs; undefined for any
+ * other.
+ */
+export function subjectTokenType(name: string): string | undefined {
+  if (Object.hasOwn(SUBJECT_TOKEN_TYPES, name)) {
+    return SUBJECT_TOKEN_TYPES[name as keyof typeof SUBJECT_TOKEN_TYPES];
+  }
+  return Object.values(SUBJECT_TOKEN_TYPES).find((urn) => urn === name);
 }
 
 function splitFlag(arg: string): [string, string | undefined] {

@@ -10,9 +10,9 @@ import { join } from "node:path";
 import {
   parseWorkloadFlags,
   readSubjectToken,
+  subjectTokenType,
 } from "../../lib/cli/login_workload.ts";
 import {
-  subjectTokenType,
   workloadClaims,
   workloadExchangeForm,
   workloadRefusal,
@@ -61,6 +61,7 @@ Deno.test("workload flags: file or variable, the type's short names and URNs, on
     ),
   );
   assert.equal(subjectTokenType("saml2"), undefined);
+  assert.equal(subjectTokenType("toString"), undefined);
   const refusals: [string[], RegExp][] = [
     [["--subject-token-file"], /--subject-token-file needs a value/],
     [

@@ -200,20 +200,14 @@ export class OidcLogin {
         exp: 0,
       };
     }
-    this.#refreshing = undefined;
-    this.#held = {
+    return this.#hold({
       config,
       provider,
       claims,
       idToken,
-      accessToken: tokens.accessToken,
-      accessExpiresAt: expiry(tokens.expiresIn),
-      accessFetchedAt: Date.now(),
-      refreshToken: tokens.refreshToken,
-      since: new Date(),
+      tokens,
       workload: { claimsFrom },
-    };
-    return this.status()!;
+    });
   }
 
   /**
@@ -366,19 +360,7 @@ export class OidcLogin {
         );
       }
       const claims = await validate(idToken, { config, provider, nonce });
-      this.#refreshing = undefined;
-      this.#held = {
-        config,
-        provider,
-        claims,
-        idToken,
-        accessToken: tokens.accessToken,
-        accessExpiresAt: expiry(tokens.expiresIn),
-        accessFetchedAt: Date.now(),
-        refreshToken: tokens.refreshToken,
-        since: new Date(),
-      };
-      return this.status()!;
+      return this.#hold({ config, provider, claims, idToken, tokens });
     } finally {
       this.#endFlow(flowId);
     }
@@ -535,6 +517,27 @@ export class OidcLogin {
     };
     this.#held = next;
     return next;
+  }
+
+  /** Holds a new login's tokens (replacing any); its status. */
+  #hold(
+    login:
+      & Pick<Held, "config" | "provider" | "claims" | "idToken" | "workload">
+      & {
+        tokens: ReturnType<typeof tokenAnswer>;
+      },
+  ): OidcLoginStatus {
+    const { tokens, ...rest } = login;
+    this.#refreshing = undefined;
+    this.#held = {
+      ...rest,
+      accessToken: tokens.accessToken,
+      accessExpiresAt: expiry(tokens.expiresIn),
+      accessFetchedAt: Date.now(),
+      refreshToken: tokens.refreshToken,
+      since: new Date(),
+    };
+    return this.status()!;
   }
 
   #forget(held: Held): void {

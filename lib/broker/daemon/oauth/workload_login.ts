@@ -3,42 +3,21 @@
  * `--subject-token-env VAR`) exchanges a workload identity token — the one
  * a CI platform issues to a job — for the operator's access token at the
  * OpenID provider (RFC 8693), with no human, no browser and no passphrase.
- * The pure parts: the token types sherlock names, the request's form, what
+ * The pure parts: the request's form, what
  * a refusal says (never the token), and whose claims `whoami` shows.
  * `oidc_login.ts` sends the request and holds what comes back.
  *
  * @module
  */
 
+import { SUBJECT_TOKEN_TYPES } from "../../protocol.ts";
 import { BrokerRequestError } from "../request_error.ts";
 import type { JsonAnswer } from "./http.ts";
 import { type IdTokenClaims, unverifiedClaims } from "./id_token.ts";
 import { oneLine, redactTokens } from "./rules.ts";
 
-/** The subject token types `--subject-token-type` takes (RFC 8693 §3). */
-export const SUBJECT_TOKEN_TYPES = {
-  id_token: "urn:ietf:params:oauth:token-type:id_token",
-  jwt: "urn:ietf:params:oauth:token-type:jwt",
-  access_token: "urn:ietf:params:oauth:token-type:access_token",
-} as const;
-
-/** A CI platform's token is an ID token (GitHub Actions, GitLab CI…). */
-export const DEFAULT_SUBJECT_TOKEN_TYPE = SUBJECT_TOKEN_TYPES.id_token;
-
-/** Whose claims a workload login's `subject` shows. */
+/** Whose claims `whoami` shows for a workload login. */
 export type ClaimsSource = "id_token" | "access_token" | "subject_token";
-
-/**
- * The URN of a `--subject-token-type` value: a short name of
- * {@linkcode SUBJECT_TOKEN_TYPES} or one of their URNs; undefined for any
- * other.
- */
-export function subjectTokenType(name: string): string | undefined {
-  if (name in SUBJECT_TOKEN_TYPES) {
-    return SUBJECT_TOKEN_TYPES[name as keyof typeof SUBJECT_TOKEN_TYPES];
-  }
-  return Object.values(SUBJECT_TOKEN_TYPES).find((urn) => urn === name);
-}
 
 /**
  * The RFC 8693 request's form: the configured public client, its scopes

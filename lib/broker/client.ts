@@ -47,6 +47,7 @@ import type {
   OAuthStarted,
   OAuthStatusList,
   OidcLoginStatus,
+  OidcWorkloadRequest,
   SecretList,
   SecretRemoved,
   SessionEnded,
@@ -690,6 +691,24 @@ export function finishOidcLogin(
     path: "/v1/oidc/finish",
     body: { flow },
     timeoutMs: AUTHORIZATION_TIMEOUT_MS,
+    isAnswer: isOidcStatus,
+  });
+}
+
+/**
+ * `POST /v1/oidc/workload`: the daemon exchanges a workload token (a CI
+ * job's) at the OpenID provider for the operator's login; who is logged in.
+ */
+export function workloadLogin(
+  socket: string,
+  request: OidcWorkloadRequest,
+): Promise<OidcLoginStatus> {
+  return callBroker<OidcLoginStatus>({
+    socket,
+    method: "POST",
+    path: "/v1/oidc/workload",
+    body: request,
+    timeoutMs: TOKEN_TIMEOUT_MS,
     isAnswer: isOidcStatus,
   });
 }

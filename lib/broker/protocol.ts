@@ -24,6 +24,7 @@
  * | POST /v1/oauth/scope     | {@linkcode OAuthScopeChallenge} | {@linkcode OAuthScopeRecorded} |
  * | POST /v1/oidc/start      | {@linkcode OidcStartRequest} | {@linkcode OAuthStarted} |
  * | POST /v1/oidc/finish     | {@linkcode OAuthFinishRequest} | {@linkcode OidcLoginStatus} |
+ * | POST /v1/oidc/workload   | {@linkcode OidcWorkloadRequest} | {@linkcode OidcLoginStatus} |
  *
  * Every failure is a 4xx/5xx with an {@linkcode ErrorBody}. Tokens are
  * served only to a registered session (`POST /v1/sessions`), which presents
@@ -98,6 +99,42 @@ export interface OidcLoginStatus {
   refreshToken: boolean;
   /** Whether the provider's discovery lists token exchange (RFC 8693). */
   tokenExchange: boolean;
+  /**
+   * Set when the login came from a workload token (`sherlock login
+   * --subject-token-file`): whose claims `subject` and `issuer`… are —
+   * the ID token the provider issued (verified), else its access token or
+   * the workload token itself when a JWT (decoded, not verified) — and the
+   * `iss` of those claims.
+   */
+  workload?: {
+    claimsFrom: "id_token" | "access_token" | "subject_token" | "none";
+    claimsIssuer?: string;
+  };
+}
+
+/**
+ * The workload token types `sherlock login --subject-token-type` takes, by
+ * their short names (RFC 8693 §3 URNs).
+ */
+export const SUBJECT_TOKEN_TYPES = {
+  id_token: "urn:ietf:params:oauth:token-type:id_token",
+  jwt: "urn:ietf:params:oauth:token-type:jwt",
+  access_token: "urn:ietf:params:oauth:token-type:access_token",
+} as const;
+
+/** A CI platform's token is an ID token (GitHub Actions, GitLab CI…). */
+export const DEFAULT_SUBJECT_TOKEN_TYPE = SUBJECT_TOKEN_TYPES.id_token;
+
+/**
+ * `POST /v1/oidc/workload`: log in at the OpenID provider with a workload
+ * identity token (a CI job's), exchanged there (RFC 8693). The token is
+ * sent to the provider once and not kept.
+ */
+export interface OidcWorkloadRequest {
+  /** The workload token. */
+  subjectToken: string;
+  /** Its RFC 8693 token type URN. */
+  subjectTokenType: string;
 }
 
 /** `POST /v1/oidc/start`: begin `sherlock login` at the OpenID provider. */

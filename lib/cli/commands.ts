@@ -158,6 +158,8 @@ Example:
     // The 8 is protocol.ts's MIN_PASSPHRASE_LENGTH (a test keeps them equal).
     help: `Usage: sherlock login [--passphrase-file PATH]
        sherlock login [--device | --no-browser]      ([login] provider = "oidc")
+       sherlock login --subject-token-file PATH | --subject-token-env VAR
+                      [--subject-token-type TYPE]    ([login] provider = "oidc")
        sherlock login --local [--passphrase-file PATH]
 
 Unlocks the local secret store in the broker, which then serves tokens
@@ -178,7 +180,16 @@ without a display): open the printed URL on any device and enter the
 printed code. The broker keeps the provider's tokens in memory only: a
 broker restart, the idle timeout or logout asks for a new login.
 --local unlocks the local store instead, which "secret" and "oauth"
-services still need.`,
+services still need.
+
+On a CI runner, --subject-token-file PATH (or --subject-token-env VAR)
+exchanges the workload identity token the CI platform gave the job for
+the operator's login at the provider (RFC 8693 token exchange): no
+terminal, browser or passphrase. TYPE is id_token (the default), jwt or
+access_token. The token is read once, sent to the provider, not kept.
+Exit codes: 69 provider unreachable, 77 token refused or login expired,
+78 misconfiguration (no [login] provider = "oidc", no token at PATH or
+in VAR, the client may not exchange tokens).`,
     module: "lib/cli/login.ts",
     entry: "loginCommand",
   },

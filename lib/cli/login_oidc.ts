@@ -1,7 +1,8 @@
 /**
  * `sherlock login` with `[login] provider = "oidc"`: the daemon signs in at
  * the OpenID provider (it holds every token); this command starts the
- * login, opens the browser or prints the device code, and waits. `login.ts`
+ * login, opens the browser or prints the device code, and waits; a CI
+ * runner's login with a workload token is `login_workload.ts`. `login.ts`
  * dispatches here.
  *
  * @module
@@ -14,10 +15,16 @@ import {
 } from "../broker/client.ts";
 import { loadSettings } from "../config/settings.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
-import { UsageError } from "../errors.ts";
+import { ConfigError, UsageError } from "../errors.ts";
 import { browserOpenable, openBrowser } from "./browser.ts";
 import { commandContext } from "./context.ts";
 import { describeOidcLogin } from "./login_text.ts";
+import {
+  parseWorkloadFlags,
+  WORKLOAD_FLAGS,
+  workloadLoginCommand,
+  type WorkloadTokenSource,
+} from "./login_workload.ts";
 import { printLine, printWarning } from "./output.ts";
 
 /** How the OIDC login runs. */
@@ -26,12 +33,15 @@ export interface OidcLoginOptions {
   device: boolean;
   /** Print the URL only (`--no-browser`). */
   noBrowser: boolean;
+  /** A CI runner's workload token (`--subject-token-file`…) instead. */
+  workload?: WorkloadTokenSource;
 }
 
 /** Signs in at the provider; returns the exit code. */
 export async function oidcLoginCommand(
   options: OidcLoginOptions,
 ): Promise<number> {
+  if (options.workload) return await workloadLoginCommand(options.workload);
   const { env, paths } = commandContext();
   // Over SSH or without a display no browser can show the page: the
   // device grant needs none on this machine.
@@ -62,16 +72,25 @@ export async function oidcLoginCommand(
 /**
  * Which login `sherlock login ARGS` is: the OIDC one when config.toml says
  * `provider = "oidc"` and `--local` is not given (its flags `--device`,
- * `--no-browser`), else the local store's, with the remaining arguments.
+ * `--no-browser`, or a workload token's `--subject-token-file`…), else the
+ * local store's, with the remaining arguments.
  */
 export async function chooseLogin(
   args: readonly string[],
 ): Promise<{ oidc: OidcLoginOptions } | { local: string[] }> {
   const local = args.includes("--local");
-  const rest = args.filter((arg) => arg !== "--local");
-  const oidcFlags = rest.filter((arg) =>
-    arg === "--device" || arg === "--no-browser"
-  );
+  const parsed = parseWorkloadFlags(args.filter((arg) => arg !== "--local"));
+  const rest = parsed.rest;
+  const oidcFlags = [
+    ...rest.filter((arg) => arg === "--device" || arg === "--no-browser"),
+    ...(parsed.source
+      ? [
+        parsed.source.file !== undefined
+          ? WORKLOAD_FLAGS[0]
+          : WORKLOAD_FLAGS[1],
+      ]
+      : []),
+  ];
   if (local) {
     if (oidcFlags.length > 0) {
       throw new UsageError(`${oidcFlags[0]} does not go with --local`);
@@ -84,6 +103,13 @@ export async function chooseLogin(
     cache: new ValidationCache(paths.cacheDir),
   });
   if (settings.login.provider !== "oidc") {
+    if (parsed.source) {
+      throw new ConfigError(
+        `${
+          oidcFlags.at(-1)
+        } needs [login] provider = "oidc" (with issuer and client_id) in config.toml; see the README's CI recipe`,
+      );
+    }
     if (oidcFlags.length > 0) {
       throw new UsageError(
         `${
@@ -93,15 +119,23 @@ export async function chooseLogin(
     }
     return { local: rest };
   }
-  if (oidcFlags.length !== rest.length) {
+  const usage =
+    "usage: sherlock login [--device | --no-browser], sherlock login --subject-token-file PATH | --subject-token-env VAR [--subject-token-type TYPE], or sherlock login --local [--passphrase-file PATH]";
+  if (rest.some((arg) => arg !== "--device" && arg !== "--no-browser")) {
+    throw new UsageError(usage);
+  }
+  if (parsed.source && rest.length > 0) {
     throw new UsageError(
-      "usage: sherlock login [--device | --no-browser], or sherlock login --local [--passphrase-file PATH]",
+      `${
+        rest[0]
+      } does not go with a workload token: that login needs no browser`,
     );
   }
   return {
     oidc: {
-      device: oidcFlags.includes("--device"),
-      noBrowser: oidcFlags.includes("--no-browser"),
+      device: rest.includes("--device"),
+      noBrowser: rest.includes("--no-browser"),
+      ...(parsed.source ? { workload: parsed.source } : {}),
     },
   };
 }

@@ -33,7 +33,28 @@ export function describeOidcLogin(status: OidcLoginStatus): string {
   const ends = status.refreshToken
     ? `the access token renews until the provider ends the login (next renewal by ${status.accessTokenExpiresAt})`
     : `ends at ${status.accessTokenExpiresAt}`;
-  return `${who} at ${status.issuer}, since ${status.since}; ${ends}`;
+  const via = status.workload ? ` with a workload token` : "";
+  return `${
+    status.workload ? workloadSubject(status.workload, who) : who
+  } at ${status.issuer}${via}, since ${status.since}; ${ends}`;
+}
+
+/** Whose claims name a workload login: the operator reads how far to trust. */
+function workloadSubject(
+  workload: NonNullable<OidcLoginStatus["workload"]>,
+  who: string,
+): string {
+  const from = workload.claimsIssuer ? ` from ${workload.claimsIssuer}` : "";
+  switch (workload.claimsFrom) {
+    case "id_token":
+      return who;
+    case "access_token":
+      return `${who} (the issued access token's claims${from}, decoded, not verified)`;
+    case "subject_token":
+      return `${who} (the workload token's claims${from}, decoded, not verified)`;
+    default:
+      return "an unnamed subject (neither the workload token nor the issued one is a JWT)";
+  }
 }
 
 /**
@@ -45,6 +66,13 @@ export function loginDetails(who: Whoami): string[] {
   return [
     `issuer: ${who.oidc.issuer}`,
     `subject: ${who.oidc.subject}`,
+    ...(who.oidc.workload
+      ? [
+        `logged in with: a workload token (claims from ${who.oidc.workload.claimsFrom}${
+          who.oidc.workload.claimsFrom === "id_token" ? ", verified" : ""
+        })`,
+      ]
+      : []),
     ...(who.oidc.email ? [`e-mail: ${who.oidc.email}`] : []),
     `refresh token held: ${who.oidc.refreshToken ? "yes" : "no"}`,
     who.oidc.tokenExchange

@@ -8,10 +8,10 @@ import assert from "node:assert/strict";
 import {
   exchangeForm,
   readIssued,
-  redactTokens,
   targetForm,
   TOKEN_TYPES,
 } from "../../lib/broker/daemon/sources/exchange.ts";
+import { redactTokens } from "../../lib/broker/daemon/oauth/rules.ts";
 import {
   exchangeMode,
   TOKEN_EXCHANGE_GRANT,

@@ -30,6 +30,7 @@ import {
   type OAuthStatusList,
   type OidcLoginStatus,
   type OidcStartRequest,
+  type OidcWorkloadRequest,
   type SecretList,
   type SecretValue,
   type SessionEnd,
@@ -338,6 +339,25 @@ async function route(
     const body = await readJson<OAuthFinishRequest>(request);
     const flow = requireString(body, "flow");
     const status = await context.login.oidc.finish(flow);
+    // A new login: no token got with the old one is served again.
+    context.tokens.clear();
+    context.login.touch();
+    appendAudit(context.stateDir, { event: "login", provider: "oidc" });
+    return ok<OidcLoginStatus>(status);
+  }
+  if (pathname === "/v1/oidc/workload") {
+    allow("POST");
+    const body = await readJson<OidcWorkloadRequest>(request);
+    const subjectToken = requireString(body, "subjectToken");
+    const subjectTokenType = requireString(body, "subjectTokenType");
+    if (!subjectTokenType.startsWith("urn:")) {
+      throw badRequest(`"subjectTokenType" must be a token type URN`);
+    }
+    const config = oidcConfig(await context.settings());
+    const status = await context.login.oidc.loginWithWorkloadToken(config, {
+      token: subjectToken,
+      type: subjectTokenType,
+    });
     // A new login: no token got with the old one is served again.
     context.tokens.clear();
     context.login.touch();

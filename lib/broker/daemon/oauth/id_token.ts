@@ -165,6 +165,23 @@ interface Algorithm {
   verify: AlgorithmIdentifier | RsaPssParams | EcdsaParams;
 }
 
+/**
+ * The claims of a JWT, decoded and not verified: for saying who a token
+ * names (a workload token, an opaque-looking access token), never for
+ * trusting it. Undefined when `token` is no JWT.
+ */
+export function unverifiedClaims(
+  token: string,
+): Record<string, unknown> | undefined {
+  const parts = token.split(".");
+  if (parts.length !== 3) return undefined;
+  try {
+    return decodeJson(parts[1], "payload");
+  } catch {
+    return undefined;
+  }
+}
+
 const rsa = (hash: string): Algorithm => ({
   kty: "RSA",
   import: { name: "RSASSA-PKCS1-v1_5", hash },

@@ -7,6 +7,8 @@
  * request asks for `sherlock login` in one line. One refresh at a time; the
  * rotated refresh token replaces the spent one before the new access token
  * is handed out. Logout revokes the refresh token (RFC 7009) where offered.
+ * A CI runner logs in with a workload token instead (`workload_login.ts`):
+ * exchanged at the token endpoint, held the same way.
  *
  * @module
  */
@@ -32,6 +34,12 @@ import {
   verifyIdToken,
 } from "./id_token.ts";
 import { listenForRedirect, type LoopbackListener } from "./loopback.ts";
+import {
+  type ClaimsSource,
+  workloadClaims,
+  workloadExchangeForm,
+  workloadRefusal,
+} from "./workload_login.ts";
 import {
   authorizationServerMetadataUrls,
   checkAuthorizationResponse,
@@ -97,12 +105,15 @@ interface Held {
   config: OidcConfig;
   provider: OidcProvider;
   claims: IdTokenClaims;
-  idToken: string;
+  /** Absent when a workload login got none. */
+  idToken?: string;
   accessToken: string;
   accessExpiresAt: number;
   accessFetchedAt: number;
   refreshToken?: string;
   since: Date;
+  /** A workload login's: whose claims `claims` are. */
+  workload?: { claimsFrom: ClaimsSource | "none" };
 }
 
 /** The OIDC login of one daemon. */
@@ -134,7 +145,69 @@ export class OidcLogin {
       tokenExchange: held.provider.metadata.grantTypesSupported?.includes(
         TOKEN_EXCHANGE_GRANT,
       ) ?? false,
+      ...(held.workload
+        ? {
+          workload: {
+            claimsFrom: held.workload.claimsFrom,
+            ...(held.workload.claimsFrom === "none"
+              ? {}
+              : { claimsIssuer: held.claims.iss }),
+          },
+        }
+        : {}),
     };
+  }
+
+  /**
+   * Logs in with a workload identity token (a CI job's): exchanged at the
+   * provider's token endpoint (RFC 8693) for the operator's access token,
+   * which is held like a browser login's. The workload token is sent once
+   * and not kept; no terminal, browser or passphrase takes part.
+   */
+  async loginWithWorkloadToken(
+    config: OidcConfig,
+    subject: { token: string; type: string },
+  ): Promise<OidcLoginStatus> {
+    const provider = await discoverProvider(config.issuer);
+    const endpoint = provider.metadata.tokenEndpoint;
+    const answer = await requestJson(endpoint, {
+      form: workloadExchangeForm(config, subject),
+    });
+    const refused = workloadRefusal(answer, {
+      issuer: config.issuer,
+      clientId: config.clientId,
+    });
+    if (refused) throw refused;
+    const tokens = tokenAnswer(answer, endpoint);
+    const json = answer.json as Record<string, unknown>;
+    let claims: IdTokenClaims;
+    let claimsFrom: ClaimsSource | "none";
+    let idToken: string | undefined;
+    if (typeof json.id_token === "string") {
+      claims = await validate(json.id_token, { config, provider });
+      claimsFrom = "id_token";
+      idToken = json.id_token;
+    } else {
+      const named = workloadClaims({
+        accessToken: tokens.accessToken,
+        subjectToken: subject.token,
+      });
+      claimsFrom = named?.from ?? "none";
+      claims = named?.claims ?? {
+        iss: config.issuer,
+        sub: "(not named: no token issued is a JWT)",
+        aud: config.clientId,
+        exp: 0,
+      };
+    }
+    return this.#hold({
+      config,
+      provider,
+      claims,
+      idToken,
+      tokens,
+      workload: { claimsFrom },
+    });
   }
 
   /**
@@ -287,19 +360,7 @@ export class OidcLogin {
         );
       }
       const claims = await validate(idToken, { config, provider, nonce });
-      this.#refreshing = undefined;
-      this.#held = {
-        config,
-        provider,
-        claims,
-        idToken,
-        accessToken: tokens.accessToken,
-        accessExpiresAt: expiry(tokens.expiresIn),
-        accessFetchedAt: Date.now(),
-        refreshToken: tokens.refreshToken,
-        since: new Date(),
-      };
-      return this.status()!;
+      return this.#hold({ config, provider, claims, idToken, tokens });
     } finally {
       this.#endFlow(flowId);
     }
@@ -318,6 +379,13 @@ export class OidcLogin {
   /** The ID token of the login (for `subject = "id_token"` exchanges). */
   async idToken(): Promise<Token> {
     const held = await this.#fresh();
+    if (held.idToken === undefined) {
+      throw new BrokerRequestError({
+        code: "invalid_config",
+        message:
+          `the login from a workload token holds no ID token (the provider issued none); a service with subject = "id_token" cannot use it`,
+      });
+    }
     return { token: held.idToken, expiresAt: held.claims.exp * 1000 };
   }
 
@@ -360,7 +428,7 @@ export class OidcLogin {
       const held = this.#held;
       if (!held) throw notLoggedIn();
       if (!held.refreshToken) {
-        throw notLoggedIn(
+        throw held.workload ? expired(held) : notLoggedIn(
           `the login at ${held.config.issuer} holds no refresh token ("offline_access" in [login] scopes)`,
         );
       }
@@ -401,7 +469,7 @@ export class OidcLogin {
     const { config, provider } = held;
     if (!held.refreshToken) {
       this.#forget(held);
-      throw notLoggedIn(`the login at ${config.issuer} has expired`);
+      throw expired(held);
     }
     const answer = await requestJson(provider.metadata.tokenEndpoint, {
       form: {
@@ -413,13 +481,15 @@ export class OidcLogin {
     const json = answer.json as Record<string, unknown> | undefined;
     if (answer.status === 400 && json?.error === "invalid_grant") {
       this.#forget(held);
-      throw notLoggedIn(`the login at ${config.issuer} has expired`);
+      throw expired(held);
     }
     const tokens = tokenAnswer(answer, provider.metadata.tokenEndpoint);
     let { claims, idToken } = held;
     if (typeof json?.id_token === "string") {
       const renewed = await validate(json.id_token, { config, provider });
-      if (renewed.sub !== held.claims.sub) {
+      // A workload login's first claims may be the CI platform's.
+      const named = !held.workload || held.workload.claimsFrom === "id_token";
+      if (named && renewed.sub !== held.claims.sub) {
         this.#forget(held);
         throw failed(
           `the provider ${config.issuer} renewed the login for another subject; run "sherlock login" again`,
@@ -441,9 +511,33 @@ export class OidcLogin {
       accessExpiresAt: expiry(tokens.expiresIn),
       accessFetchedAt: Date.now(),
       refreshToken: tokens.refreshToken ?? held.refreshToken,
+      ...(held.workload && idToken !== held.idToken
+        ? { workload: { claimsFrom: "id_token" as const } }
+        : {}),
     };
     this.#held = next;
     return next;
+  }
+
+  /** Holds a new login's tokens (replacing any); its status. */
+  #hold(
+    login:
+      & Pick<Held, "config" | "provider" | "claims" | "idToken" | "workload">
+      & {
+        tokens: ReturnType<typeof tokenAnswer>;
+      },
+  ): OidcLoginStatus {
+    const { tokens, ...rest } = login;
+    this.#refreshing = undefined;
+    this.#held = {
+      ...rest,
+      accessToken: tokens.accessToken,
+      accessExpiresAt: expiry(tokens.expiresIn),
+      accessFetchedAt: Date.now(),
+      refreshToken: tokens.refreshToken,
+      since: new Date(),
+    };
+    return this.status()!;
   }
 
   #forget(held: Held): void {
@@ -584,6 +678,18 @@ function notLoggedIn(
   message = "not logged in at the OpenID provider",
 ): BrokerRequestError {
   return new BrokerRequestError({ code: "not_logged_in", message });
+}
+
+/**
+ * `not_logged_in` for a login that ended; a workload login's names its own
+ * command, since `sherlock login` alone would open a browser on a runner.
+ */
+function expired(held: Held): BrokerRequestError {
+  return held.workload
+    ? notLoggedIn(
+      `the login at ${held.config.issuer} from a workload token has expired; run "sherlock login --subject-token-file PATH" (or --subject-token-env VAR) with a fresh one`,
+    )
+    : notLoggedIn(`the login at ${held.config.issuer} has expired`);
 }
 
 /** A public client's part of a request: its `client_id` in the form. */

@@ -368,6 +368,14 @@ export function oneLine(text: string): string {
   return text.replace(/[\u0000-\u001f\u007f]+/g, " ").slice(0, 200);
 }
 
+/**
+ * `text` with every run that looks like a token (24 or more characters of
+ * base64url, dots or hex) replaced: a provider may quote what it refused.
+ */
+export function redactTokens(text: string): string {
+  return text.replace(/[A-Za-z0-9_\-.~+/=]{24,}/g, "[redacted]");
+}
+
 /** Base64url without padding (no @std/encoding here: see runtime/bytes.ts). */
 function encodeBase64Url(bytes: Uint8Array): string {
   let binary = "";

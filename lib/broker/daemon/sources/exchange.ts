@@ -16,7 +16,7 @@ import type { Service } from "../../../services/loader.ts";
 import type { TokenSpec } from "../../../services/schema.ts";
 import { failed, type JsonAnswer, origin, requestJson } from "../oauth/http.ts";
 import { exchangeMode, TOKEN_EXCHANGE_GRANT } from "../oauth/oidc_login.ts";
-import { oneLine } from "../oauth/rules.ts";
+import { oneLine, redactTokens } from "../oauth/rules.ts";
 import { BrokerRequestError } from "../request_error.ts";
 import type { Token } from "../token_cache.ts";
 import type { SourceContext, TokenSource } from "./token_source.ts";
@@ -115,14 +115,6 @@ export function readIssued(
     ? json.expires_in
     : ASSUMED_LIFETIME_S;
   return { token: json.access_token, expiresAt: context.now + lifetime * 1000 };
-}
-
-/**
- * `text` with every run that looks like a token (24 or more characters of
- * base64url, dots or hex) replaced: a provider may quote what it refused.
- */
-export function redactTokens(text: string): string {
-  return text.replace(/[A-Za-z0-9_\-.~+/=]{24,}/g, "[redacted]");
 }
 
 async function exchangedToken(

@@ -289,6 +289,51 @@ export const qwen: AgentRecipe = {
 };
 
 /**
+ * Qwen Code answering one prompt with a call of a tool of MCP server
+ * `server`: the OpenAI auth type at `modelUrl`, a scripted Chat Completions
+ * endpoint on loopback (tests/e2e/fixtures/scripted_chat_completions.ts);
+ * `--allowed-mcp-server-names` keeps the operator's other servers out and
+ * `--approval-mode yolo` lets the one-shot prompt run the call without
+ * asking. Tool search is off in `~/.qwen/settings.json`
+ * (`tools.toolSearch.enabled`), else MCP tools wait behind its
+ * `tool_search`/`tool_call` pair and the model is never offered the tool
+ * itself. The one-shot prompt exits by itself after the final answer.
+ */
+export function qwenCallingTool(
+  options: { modelUrl: string; server: string },
+): AgentRecipe {
+  return {
+    ...qwen,
+    args: [
+      "--auth-type",
+      "openai",
+      "--openai-api-key",
+      "e2e-dummy",
+      "--openai-base-url",
+      options.modelUrl,
+      "-m",
+      "e2e-model",
+      "--allowed-mcp-server-names",
+      options.server,
+      "--approval-mode",
+      "yolo",
+      "Call the tool you were given.",
+    ],
+    async seed(home) {
+      const path = join(home.home, ".qwen", "settings.json");
+      await Deno.mkdir(join(home.home, ".qwen"), { mode: 0o700 });
+      await writeFile(
+        path,
+        JSON.stringify({ tools: { toolSearch: { enabled: false } } }),
+      );
+      return [path];
+    },
+    awaitExit: true,
+    endsByItself: true,
+  };
+}
+
+/**
  * Amp: sherlock adds `--mcp-config <file>` (a bare `{name: entry}` map);
  * execute mode, a dummy API key and the Amp server at a closed port. It
  * starts the servers, fails to reach its server and exits 1 by itself.

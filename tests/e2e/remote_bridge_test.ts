@@ -45,6 +45,7 @@ import {
   startRemoteMcpServer,
 } from "../fixtures/remote_mcp_server.ts";
 import { startScriptedAnthropic } from "./fixtures/scripted_anthropic.ts";
+import { startScriptedChatCompletions } from "./fixtures/scripted_chat_completions.ts";
 import { startScriptedResponses } from "./fixtures/scripted_responses.ts";
 import {
   CLI_PINS,
@@ -66,6 +67,7 @@ import {
   gemini,
   opencode,
   qwen,
+  qwenCallingTool,
 } from "./recipes.ts";
 
 /** The remote service's name. */
@@ -366,4 +368,25 @@ Deno.test("remote bridge: codex calls a remote server's tool through sherlock br
     `the tool's answer did not reach the model: ${model.toolResults()}`,
   );
   assert.ok(stdout.includes(finalText), `codex printed: ${stdout}`);
+});
+
+Deno.test("remote bridge: qwen calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
+  // No OpenAI-compatible API can be reached here: a scripted endpoint on
+  // loopback stands in for the model
+  // (tests/e2e/fixtures/scripted_chat_completions.ts).
+  const finalText = `the remote answer came back ${crypto.randomUUID()}`;
+  await using model = startScriptedChatCompletions({
+    pickTool: (names) => names.find((name) => /^mcp__.+__whoami$/.test(name)),
+    finalText,
+  });
+  const { counts, accepted, stdout } = await runBridgeCase(
+    qwenCallingTool({ modelUrl: model.url, server: SERVICE }),
+  );
+  assert.equal(model.calledTool, `mcp__${SERVICE}__whoami`);
+  assert.equal(counts.methods["tools/call"], 1);
+  assert.ok(
+    model.toolResults().some((text) => text.includes(sha256(accepted[0]))),
+    `the tool's answer did not reach the model: ${model.toolResults()}`,
+  );
+  assert.ok(stdout.includes(finalText), `qwen printed: ${stdout}`);
 });

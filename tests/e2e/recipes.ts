@@ -87,6 +87,26 @@ export const copilot: AgentRecipe = {
 };
 
 /**
+ * Copilot answering one prompt with a call of a remote tool: its BYOK
+ * provider at `modelUrl`, a scripted Chat Completions endpoint on loopback
+ * (tests/e2e/fixtures/scripted_chat_completions.ts; `completions` is the
+ * provider's default wire API). `--allow-all-tools` (the base recipe's) runs
+ * the call without asking; `-p` exits by itself after the final answer.
+ */
+export function copilotCallingTool(options: { modelUrl: string }): AgentRecipe {
+  return {
+    ...copilot,
+    args: ["-p", "Call the tool you were given.", "--allow-all-tools"],
+    env: (home) => ({
+      ...copilot.env(home),
+      COPILOT_PROVIDER_BASE_URL: options.modelUrl,
+    }),
+    awaitExit: true,
+    endsByItself: true,
+  };
+}
+
+/**
  * Claude Code: sherlock adds `--mcp-config=<file>` (joined: the option is
  * variadic); a print-mode prompt and the Anthropic API at a closed port
  * (it then retries until stopped).

@@ -64,6 +64,7 @@ import {
   codex,
   codexCallingTool,
   copilot,
+  copilotCallingTool,
   gemini,
   opencode,
   qwen,
@@ -389,4 +390,26 @@ Deno.test("remote bridge: qwen calls a remote server's tool through sherlock bri
     `the tool's answer did not reach the model: ${model.toolResults()}`,
   );
   assert.ok(stdout.includes(finalText), `qwen printed: ${stdout}`);
+});
+
+Deno.test("remote bridge: copilot calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
+  // No OpenAI-compatible API can be reached here: a scripted endpoint on
+  // loopback stands in for the model of Copilot's BYOK provider
+  // (tests/e2e/fixtures/scripted_chat_completions.ts).
+  const finalText = `the remote answer came back ${crypto.randomUUID()}`;
+  await using model = startScriptedChatCompletions({
+    pickTool: (names) => names.find((name) => /^.+-whoami$/.test(name)),
+    finalText,
+  });
+  const { counts, accepted, stdout } = await runBridgeCase(
+    copilotCallingTool({ modelUrl: model.url }),
+  );
+  // Copilot names an MCP tool `<server>-<tool>`.
+  assert.equal(model.calledTool, `${SERVICE}-whoami`);
+  assert.equal(counts.methods["tools/call"], 1);
+  assert.ok(
+    model.toolResults().some((text) => text.includes(sha256(accepted[0]))),
+    `the tool's answer did not reach the model: ${model.toolResults()}`,
+  );
+  assert.ok(stdout.includes(finalText), `copilot printed: ${stdout}`);
 });

@@ -283,6 +283,42 @@ export const gemini: AgentRecipe = {
 };
 
 /**
+ * Gemini CLI answering one prompt with a call of a tool of MCP server
+ * `server`: API-key auth at `modelUrl`, a scripted Gemini API endpoint on
+ * loopback (tests/e2e/fixtures/scripted_gemini.ts). The seed is the base
+ * recipe's (the operator's settings, with their own server);
+ * `--allowed-mcp-server-names` keeps that server's same-named tool out of
+ * the model's list, and `--approval-mode yolo` runs the call in `-p`
+ * without asking. A model named with `-m` skips its model router, whose
+ * classifier request wants a JSON verdict and retries a plain text for
+ * over a minute. `-p` exits by itself after the final answer.
+ */
+export function geminiCallingTool(
+  options: { modelUrl: string; server: string },
+): AgentRecipe {
+  return {
+    ...gemini,
+    args: [
+      "-p",
+      "Call the tool you were given.",
+      "-m",
+      "e2e-model",
+      "--allowed-mcp-server-names",
+      options.server,
+      "--approval-mode",
+      "yolo",
+    ],
+    env: (home) => ({
+      ...gemini.env(home),
+      GOOGLE_GEMINI_BASE_URL: options.modelUrl,
+    }),
+    otherServers: [],
+    awaitExit: true,
+    endsByItself: true,
+  };
+}
+
+/**
  * Qwen Code: sherlock adds `--mcp-config <file>`; the OpenAI auth type at a
  * closed port and a one-shot prompt. It relaunches itself (the launcher
  * ignores SIGTERM; sherlock signals the relaunched child too).

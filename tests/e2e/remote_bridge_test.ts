@@ -46,6 +46,7 @@ import {
 } from "../fixtures/remote_mcp_server.ts";
 import { startScriptedAnthropic } from "./fixtures/scripted_anthropic.ts";
 import { startScriptedChatCompletions } from "./fixtures/scripted_chat_completions.ts";
+import { startScriptedGemini } from "./fixtures/scripted_gemini.ts";
 import { startScriptedResponses } from "./fixtures/scripted_responses.ts";
 import {
   CLI_PINS,
@@ -66,6 +67,7 @@ import {
   copilot,
   copilotCallingTool,
   gemini,
+  geminiCallingTool,
   opencode,
   qwen,
   qwenCallingTool,
@@ -412,4 +414,25 @@ Deno.test("remote bridge: copilot calls a remote server's tool through sherlock 
     `the tool's answer did not reach the model: ${model.toolResults()}`,
   );
   assert.ok(stdout.includes(finalText), `copilot printed: ${stdout}`);
+});
+
+Deno.test("remote bridge: gemini calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
+  // The Gemini API cannot be reached here: a scripted endpoint on loopback
+  // stands in for the model (tests/e2e/fixtures/scripted_gemini.ts).
+  const finalText = `the remote answer came back ${crypto.randomUUID()}`;
+  await using model = startScriptedGemini({
+    pickTool: (names) => names.find((name) => /^mcp_.+_whoami$/.test(name)),
+    finalText,
+  });
+  const { counts, accepted, stdout } = await runBridgeCase(
+    geminiCallingTool({ modelUrl: model.url, server: SERVICE }),
+  );
+  // Gemini CLI names an MCP tool `mcp_<server>_<tool>`.
+  assert.equal(model.calledTool, `mcp_${SERVICE}_whoami`);
+  assert.equal(counts.methods["tools/call"], 1);
+  assert.ok(
+    model.toolResults().some((text) => text.includes(sha256(accepted[0]))),
+    `the tool's answer did not reach the model: ${model.toolResults()}`,
+  );
+  assert.ok(stdout.includes(finalText), `gemini printed: ${stdout}`);
 });

@@ -425,6 +425,48 @@ export const opencode: AgentRecipe = {
 };
 
 /**
+ * opencode answering one prompt with a call of a remote tool: `opencode
+ * run` with a provider of the operator's global config
+ * (`~/.config/opencode/opencode.json`, beside sherlock's `OPENCODE_CONFIG`)
+ * whose `baseURL` is `modelUrl`, a scripted Chat Completions endpoint on
+ * loopback (tests/e2e/fixtures/scripted_chat_completions.ts). `run` first
+ * installs the provider's package (`@ai-sdk/openai-compatible`) from the npm
+ * registry into `~/.config/opencode/node_modules` (~30 s; the registry is
+ * the one network this machine reaches), runs MCP tools without asking, and
+ * exits by itself after the final answer.
+ */
+export function opencodeCallingTool(
+  options: { modelUrl: string },
+): AgentRecipe {
+  return {
+    ...opencode,
+    args: ["run", "-m", "e2e/e2e-model", "Call the tool you were given."],
+    async seed(home) {
+      const folder = join(home.home, ".config", "opencode");
+      await Deno.mkdir(folder, { recursive: true, mode: 0o700 });
+      const path = join(folder, "opencode.json");
+      await writeFile(
+        path,
+        JSON.stringify({
+          $schema: "https://opencode.ai/config.json",
+          provider: {
+            e2e: {
+              npm: "@ai-sdk/openai-compatible",
+              name: "e2e",
+              options: { baseURL: options.modelUrl, apiKey: "e2e-dummy" },
+              models: { "e2e-model": { name: "e2e-model", tool_call: true } },
+            },
+          },
+        }),
+      );
+      return [path];
+    },
+    awaitExit: true,
+    endsByItself: true,
+  };
+}
+
+/**
  * The MCP Inspector CLI as an agent of the operator's (`agents.d`): sherlock
  * adds `--config <file>` after `--cli` (its mode flag must come first); the
  * Inspector connects to one server, calls a tool, prints the result as JSON

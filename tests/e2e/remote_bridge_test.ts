@@ -69,6 +69,7 @@ import {
   gemini,
   geminiCallingTool,
   opencode,
+  opencodeCallingTool,
   qwen,
   qwenCallingTool,
 } from "./recipes.ts";
@@ -435,4 +436,27 @@ Deno.test("remote bridge: gemini calls a remote server's tool through sherlock b
     `the tool's answer did not reach the model: ${model.toolResults()}`,
   );
   assert.ok(stdout.includes(finalText), `gemini printed: ${stdout}`);
+});
+
+Deno.test("remote bridge: opencode calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
+  // No OpenAI-compatible API can be reached here: a scripted endpoint on
+  // loopback stands in for the model of opencode's provider
+  // (tests/e2e/fixtures/scripted_chat_completions.ts). opencode installs
+  // the provider's package from the npm registry first (reachable here).
+  const finalText = `the remote answer came back ${crypto.randomUUID()}`;
+  await using model = startScriptedChatCompletions({
+    pickTool: (names) => names.find((name) => /^.+_whoami$/.test(name)),
+    finalText,
+  });
+  const { counts, accepted, stdout } = await runBridgeCase(
+    opencodeCallingTool({ modelUrl: model.url }),
+  );
+  // opencode names an MCP tool `<server>_<tool>`.
+  assert.equal(model.calledTool, `${SERVICE}_whoami`);
+  assert.equal(counts.methods["tools/call"], 1);
+  assert.ok(
+    model.toolResults().some((text) => text.includes(sha256(accepted[0]))),
+    `the tool's answer did not reach the model: ${model.toolResults()}`,
+  );
+  assert.ok(stdout.includes(finalText), `opencode printed: ${stdout}`);
 });

@@ -11,11 +11,19 @@
  * and audience. `sherlock <agent> …` renders a stdio entry that runs
  * `sherlock bridge`, and the real CLI starts it and lists the remote
  * server's tools (its model is a closed port, so nothing calls them). In
- * two cases Claude Code and Codex call one: their model is a scripted
- * endpoint on loopback (tests/e2e/fixtures/scripted_anthropic.ts and
- * scripted_responses.ts; the real APIs cannot be reached here) that
- * answers with a call of the remote tool, then with a final text once the
- * tool's result came back.
+ * one more case each, every agent but Amp calls one: its model is a
+ * scripted endpoint on loopback (tests/e2e/fixtures/scripted_anthropic.ts
+ * for Claude Code, scripted_responses.ts for Codex,
+ * scripted_chat_completions.ts for Qwen Code, Copilot's BYOK provider and
+ * opencode, scripted_gemini.ts for Gemini CLI; the real APIs cannot be
+ * reached here) that answers with a call of the remote tool, then with a
+ * final text once the tool's result came back. Amp is left at listing: it
+ * asks its own server (`AMP_URL`) for everything, through a private RPC
+ * API (`POST /api/internal?getUserInfo`, then `?loadPlugins`, … seen on a
+ * logging stand-in), and keeps model providers on that server (`amp
+ * model-providers`); neither its `--help` nor its binary (a compiled
+ * bundle whose source is not plain text) shows a model base URL to point
+ * at loopback.
  *
  * Checked: the server got `initialize` and `tools/list` with the broker's
  * token (no 401 in the session); the rendered config (file, the operator's

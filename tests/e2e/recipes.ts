@@ -87,6 +87,26 @@ export const copilot: AgentRecipe = {
 };
 
 /**
+ * Copilot answering one prompt with a call of a remote tool: its BYOK
+ * provider at `modelUrl`, a scripted Chat Completions endpoint on loopback
+ * (tests/e2e/fixtures/scripted_chat_completions.ts; `completions` is the
+ * provider's default wire API). `--allow-all-tools` (the base recipe's) runs
+ * the call without asking; `-p` exits by itself after the final answer.
+ */
+export function copilotCallingTool(options: { modelUrl: string }): AgentRecipe {
+  return {
+    ...copilot,
+    args: ["-p", "Call the tool you were given.", "--allow-all-tools"],
+    env: (home) => ({
+      ...copilot.env(home),
+      COPILOT_PROVIDER_BASE_URL: options.modelUrl,
+    }),
+    awaitExit: true,
+    endsByItself: true,
+  };
+}
+
+/**
  * Claude Code: sherlock adds `--mcp-config=<file>` (joined: the option is
  * variadic); a print-mode prompt and the Anthropic API at a closed port
  * (it then retries until stopped).
@@ -263,6 +283,42 @@ export const gemini: AgentRecipe = {
 };
 
 /**
+ * Gemini CLI answering one prompt with a call of a tool of MCP server
+ * `server`: API-key auth at `modelUrl`, a scripted Gemini API endpoint on
+ * loopback (tests/e2e/fixtures/scripted_gemini.ts). The seed is the base
+ * recipe's (the operator's settings, with their own server);
+ * `--allowed-mcp-server-names` keeps that server's same-named tool out of
+ * the model's list, and `--approval-mode yolo` runs the call in `-p`
+ * without asking. A model named with `-m` skips its model router, whose
+ * classifier request wants a JSON verdict and retries a plain text for
+ * over a minute. `-p` exits by itself after the final answer.
+ */
+export function geminiCallingTool(
+  options: { modelUrl: string; server: string },
+): AgentRecipe {
+  return {
+    ...gemini,
+    args: [
+      "-p",
+      "Call the tool you were given.",
+      "-m",
+      "e2e-model",
+      "--allowed-mcp-server-names",
+      options.server,
+      "--approval-mode",
+      "yolo",
+    ],
+    env: (home) => ({
+      ...gemini.env(home),
+      GOOGLE_GEMINI_BASE_URL: options.modelUrl,
+    }),
+    otherServers: [],
+    awaitExit: true,
+    endsByItself: true,
+  };
+}
+
+/**
  * Qwen Code: sherlock adds `--mcp-config <file>`; the OpenAI auth type at a
  * closed port and a one-shot prompt. It relaunches itself (the launcher
  * ignores SIGTERM; sherlock signals the relaunched child too).
@@ -287,6 +343,51 @@ export const qwen: AgentRecipe = {
   shimForced: false,
   endsByItself: false,
 };
+
+/**
+ * Qwen Code answering one prompt with a call of a tool of MCP server
+ * `server`: the OpenAI auth type at `modelUrl`, a scripted Chat Completions
+ * endpoint on loopback (tests/e2e/fixtures/scripted_chat_completions.ts);
+ * `--allowed-mcp-server-names` keeps the operator's other servers out and
+ * `--approval-mode yolo` lets the one-shot prompt run the call without
+ * asking. Tool search is off in `~/.qwen/settings.json`
+ * (`tools.toolSearch.enabled`), else MCP tools wait behind its
+ * `tool_search`/`tool_call` pair and the model is never offered the tool
+ * itself. The one-shot prompt exits by itself after the final answer.
+ */
+export function qwenCallingTool(
+  options: { modelUrl: string; server: string },
+): AgentRecipe {
+  return {
+    ...qwen,
+    args: [
+      "--auth-type",
+      "openai",
+      "--openai-api-key",
+      "e2e-dummy",
+      "--openai-base-url",
+      options.modelUrl,
+      "-m",
+      "e2e-model",
+      "--allowed-mcp-server-names",
+      options.server,
+      "--approval-mode",
+      "yolo",
+      "Call the tool you were given.",
+    ],
+    async seed(home) {
+      const path = join(home.home, ".qwen", "settings.json");
+      await Deno.mkdir(join(home.home, ".qwen"), { mode: 0o700 });
+      await writeFile(
+        path,
+        JSON.stringify({ tools: { toolSearch: { enabled: false } } }),
+      );
+      return [path];
+    },
+    awaitExit: true,
+    endsByItself: true,
+  };
+}
 
 /**
  * Amp: sherlock adds `--mcp-config <file>` (a bare `{name: entry}` map);
@@ -322,6 +423,48 @@ export const opencode: AgentRecipe = {
   shimForced: false,
   endsByItself: true,
 };
+
+/**
+ * opencode answering one prompt with a call of a remote tool: `opencode
+ * run` with a provider of the operator's global config
+ * (`~/.config/opencode/opencode.json`, beside sherlock's `OPENCODE_CONFIG`)
+ * whose `baseURL` is `modelUrl`, a scripted Chat Completions endpoint on
+ * loopback (tests/e2e/fixtures/scripted_chat_completions.ts). `run` first
+ * installs the provider's package (`@ai-sdk/openai-compatible`) from the npm
+ * registry into `~/.config/opencode/node_modules` (~30 s; the registry is
+ * the one network this machine reaches), runs MCP tools without asking, and
+ * exits by itself after the final answer.
+ */
+export function opencodeCallingTool(
+  options: { modelUrl: string },
+): AgentRecipe {
+  return {
+    ...opencode,
+    args: ["run", "-m", "e2e/e2e-model", "Call the tool you were given."],
+    async seed(home) {
+      const folder = join(home.home, ".config", "opencode");
+      await Deno.mkdir(folder, { recursive: true, mode: 0o700 });
+      const path = join(folder, "opencode.json");
+      await writeFile(
+        path,
+        JSON.stringify({
+          $schema: "https://opencode.ai/config.json",
+          provider: {
+            e2e: {
+              npm: "@ai-sdk/openai-compatible",
+              name: "e2e",
+              options: { baseURL: options.modelUrl, apiKey: "e2e-dummy" },
+              models: { "e2e-model": { name: "e2e-model", tool_call: true } },
+            },
+          },
+        }),
+      );
+      return [path];
+    },
+    awaitExit: true,
+    endsByItself: true,
+  };
+}
 
 /**
  * The MCP Inspector CLI as an agent of the operator's (`agents.d`): sherlock

@@ -11,18 +11,31 @@
  * and audience. `sherlock <agent> …` renders a stdio entry that runs
  * `sherlock bridge`, and the real CLI starts it and lists the remote
  * server's tools (its model is a closed port, so nothing calls them). In
- * two cases Claude Code and Codex call one: their model is a scripted
- * endpoint on loopback (tests/e2e/fixtures/scripted_anthropic.ts and
- * scripted_responses.ts; the real APIs cannot be reached here) that
- * answers with a call of the remote tool, then with a final text once the
- * tool's result came back.
+ * one more case each, every agent but Amp calls one: its model is a
+ * scripted endpoint on loopback (tests/e2e/fixtures/scripted_anthropic.ts
+ * for Claude Code, scripted_responses.ts for Codex,
+ * scripted_chat_completions.ts for Qwen Code, Copilot's BYOK provider and
+ * opencode, scripted_gemini.ts for Gemini CLI; the real APIs cannot be
+ * reached here) that answers with a call of the remote tool, then with a
+ * final text once the tool's result came back. Amp is left at listing: it
+ * asks its own server (`AMP_URL`) for everything, through a private RPC
+ * API (`POST /api/internal?getUserInfo`, then `?loadPlugins`, … seen on a
+ * logging stand-in), and keeps model providers on that server (`amp
+ * model-providers`); neither its `--help` nor its binary (a compiled
+ * bundle whose source is not plain text) shows a model base URL to point
+ * at loopback.
+ *
+ * Copilot, Qwen Code and opencode list the tools in their calling case
+ * only (it checks all that a listing case does, and keeps the file near
+ * three minutes); Claude Code, Codex and Gemini CLI also list in a case
+ * that ends with SIGTERM.
  *
  * Checked: the server got `initialize` and `tools/list` with the broker's
  * token (no 401 in the session); the rendered config (file, the operator's
  * merged file, or Codex's argv) runs the bridge and holds no token; no
  * process ever had a token in its environment or argv (the bridge holds it
- * in memory only); after SIGTERM (or the CLI's own exit: Amp and opencode
- * end by themselves) nothing is left running and no file or output holds a
+ * in memory only); after SIGTERM (or the CLI's own exit: Amp and every
+ * calling case end by themselves) nothing is left running and no file or output holds a
  * token. With OAuth, "a token" is every access token the server saw and
  * every refresh token the authorization server issued: the daemon's memory
  * is the only place they may be (its store is encrypted; its argv and
@@ -50,6 +63,8 @@ import {
   startRemoteMcpServer,
 } from "../fixtures/remote_mcp_server.ts";
 import { startScriptedAnthropic } from "./fixtures/scripted_anthropic.ts";
+import { startScriptedChatCompletions } from "./fixtures/scripted_chat_completions.ts";
+import { startScriptedGemini } from "./fixtures/scripted_gemini.ts";
 import { startScriptedResponses } from "./fixtures/scripted_responses.ts";
 import {
   CLI_PINS,
@@ -67,10 +82,11 @@ import {
   claudeCallingTool,
   codex,
   codexCallingTool,
-  copilot,
+  copilotCallingTool,
   gemini,
-  opencode,
-  qwen,
+  geminiCallingTool,
+  opencodeCallingTool,
+  qwenCallingTool,
 } from "./recipes.ts";
 
 /** The remote service's name. */
@@ -372,20 +388,8 @@ Deno.test("remote bridge: gemini (merged settings) lists a remote server's tools
   await runBridgeCase(gemini);
 });
 
-Deno.test("remote bridge: copilot lists a Streamable HTTP server's tools through sherlock bridge", async () => {
-  await runBridgeCase(copilot);
-});
-
-Deno.test("remote bridge: qwen lists a Streamable HTTP server's tools through sherlock bridge", async () => {
-  await runBridgeCase(qwen);
-});
-
 Deno.test("remote bridge: amp lists a Streamable HTTP server's tools through sherlock bridge", async () => {
   await runBridgeCase(amp);
-});
-
-Deno.test("remote bridge: opencode lists a Streamable HTTP server's tools through sherlock bridge", async () => {
-  await runBridgeCase(opencode);
 });
 
 Deno.test("remote bridge: claude lists tools through the bridge with an OAuth grant from sherlock auth", async () => {
@@ -399,7 +403,7 @@ Deno.test("remote bridge: claude lists tools through the bridge with an EMA toke
   assert.match(accepted[0], /^[\w-]+\.[\w-]+\.[\w-]+$/);
 });
 
-Deno.test("remote bridge: claude calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
+Deno.test("remote bridge: claude lists and calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
   // The Anthropic API cannot be reached here: a scripted endpoint on
   // loopback stands in for the model (tests/e2e/fixtures/scripted_anthropic.ts).
   const finalText = `the remote answer came back ${crypto.randomUUID()}`;
@@ -423,7 +427,7 @@ Deno.test("remote bridge: claude calls a remote server's tool through sherlock b
   assert.ok(stdout.includes(finalText), `claude printed: ${stdout}`);
 });
 
-Deno.test("remote bridge: codex calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
+Deno.test("remote bridge: codex lists and calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
   // The OpenAI API cannot be reached here: a scripted endpoint on loopback
   // stands in for the model (tests/e2e/fixtures/scripted_responses.ts).
   const finalText = `the remote answer came back ${crypto.randomUUID()}`;
@@ -442,4 +446,91 @@ Deno.test("remote bridge: codex calls a remote server's tool through sherlock br
     `the tool's answer did not reach the model: ${model.toolResults()}`,
   );
   assert.ok(stdout.includes(finalText), `codex printed: ${stdout}`);
+});
+
+Deno.test("remote bridge: qwen lists and calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
+  // No OpenAI-compatible API can be reached here: a scripted endpoint on
+  // loopback stands in for the model
+  // (tests/e2e/fixtures/scripted_chat_completions.ts).
+  const finalText = `the remote answer came back ${crypto.randomUUID()}`;
+  await using model = startScriptedChatCompletions({
+    pickTool: (names) => names.find((name) => /^mcp__.+__whoami$/.test(name)),
+    finalText,
+  });
+  const { counts, accepted, stdout } = await runBridgeCase(
+    qwenCallingTool({ modelUrl: model.url, server: SERVICE }),
+  );
+  assert.equal(model.calledTool, `mcp__${SERVICE}__whoami`);
+  assert.equal(counts.methods["tools/call"], 1);
+  assert.ok(
+    model.toolResults().some((text) => text.includes(sha256(accepted[0]))),
+    `the tool's answer did not reach the model: ${model.toolResults()}`,
+  );
+  assert.ok(stdout.includes(finalText), `qwen printed: ${stdout}`);
+});
+
+Deno.test("remote bridge: copilot lists and calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
+  // No OpenAI-compatible API can be reached here: a scripted endpoint on
+  // loopback stands in for the model of Copilot's BYOK provider
+  // (tests/e2e/fixtures/scripted_chat_completions.ts).
+  const finalText = `the remote answer came back ${crypto.randomUUID()}`;
+  await using model = startScriptedChatCompletions({
+    pickTool: (names) => names.find((name) => /^.+-whoami$/.test(name)),
+    finalText,
+  });
+  const { counts, accepted, stdout } = await runBridgeCase(
+    copilotCallingTool({ modelUrl: model.url }),
+  );
+  // Copilot names an MCP tool `<server>-<tool>`.
+  assert.equal(model.calledTool, `${SERVICE}-whoami`);
+  assert.equal(counts.methods["tools/call"], 1);
+  assert.ok(
+    model.toolResults().some((text) => text.includes(sha256(accepted[0]))),
+    `the tool's answer did not reach the model: ${model.toolResults()}`,
+  );
+  assert.ok(stdout.includes(finalText), `copilot printed: ${stdout}`);
+});
+
+Deno.test("remote bridge: gemini lists and calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
+  // The Gemini API cannot be reached here: a scripted endpoint on loopback
+  // stands in for the model (tests/e2e/fixtures/scripted_gemini.ts).
+  const finalText = `the remote answer came back ${crypto.randomUUID()}`;
+  await using model = startScriptedGemini({
+    pickTool: (names) => names.find((name) => /^mcp_.+_whoami$/.test(name)),
+    finalText,
+  });
+  const { counts, accepted, stdout } = await runBridgeCase(
+    geminiCallingTool({ modelUrl: model.url, server: SERVICE }),
+  );
+  // Gemini CLI names an MCP tool `mcp_<server>_<tool>`.
+  assert.equal(model.calledTool, `mcp_${SERVICE}_whoami`);
+  assert.equal(counts.methods["tools/call"], 1);
+  assert.ok(
+    model.toolResults().some((text) => text.includes(sha256(accepted[0]))),
+    `the tool's answer did not reach the model: ${model.toolResults()}`,
+  );
+  assert.ok(stdout.includes(finalText), `gemini printed: ${stdout}`);
+});
+
+Deno.test("remote bridge: opencode lists and calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
+  // No OpenAI-compatible API can be reached here: a scripted endpoint on
+  // loopback stands in for the model of opencode's provider
+  // (tests/e2e/fixtures/scripted_chat_completions.ts). opencode installs
+  // the provider's package from the npm registry first (reachable here).
+  const finalText = `the remote answer came back ${crypto.randomUUID()}`;
+  await using model = startScriptedChatCompletions({
+    pickTool: (names) => names.find((name) => /^.+_whoami$/.test(name)),
+    finalText,
+  });
+  const { counts, accepted, stdout } = await runBridgeCase(
+    opencodeCallingTool({ modelUrl: model.url }),
+  );
+  // opencode names an MCP tool `<server>_<tool>`.
+  assert.equal(model.calledTool, `${SERVICE}_whoami`);
+  assert.equal(counts.methods["tools/call"], 1);
+  assert.ok(
+    model.toolResults().some((text) => text.includes(sha256(accepted[0]))),
+    `the tool's answer did not reach the model: ${model.toolResults()}`,
+  );
+  assert.ok(stdout.includes(finalText), `opencode printed: ${stdout}`);
 });

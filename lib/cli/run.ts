@@ -127,7 +127,9 @@ function printDryRun(plan: SessionPlan): void {
   rows.push([
     "services",
     config.kind === "none"
-      ? `(none: ${config.argument} needs no session)`
+      ? config.argument === undefined
+        ? '(none: the profile has [mcp] mode = "none")'
+        : `(none: ${config.argument} needs no session)`
       : plan.services.length > 0
       ? plan.services.map((service) => service.service.name).join(", ")
       : plan.excluded.length > 0 || plan.leftOut.length > 0
@@ -141,7 +143,7 @@ function printDryRun(plan: SessionPlan): void {
     rows.push(["left out", `${left.service} (${left.reason})`]);
   }
   const mcp = profile.profile.mcp;
-  if (config.kind === "none") {
+  if (config.kind === "none" || mcp.mode === "none") {
     rows.push(["config", "(none, and no broker)"]);
     for (const line of columns(rows)) printLine(line);
     return;

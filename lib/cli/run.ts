@@ -133,7 +133,9 @@ function printDryRun(plan: SessionPlan): void {
   rows.push([
     "services",
     config.kind === "none"
-      ? `(none: ${config.argument} needs no session)`
+      ? config.argument === undefined
+        ? '(none: the profile has [mcp] mode = "none")'
+        : `(none: ${config.argument} needs no session)`
       : plan.services.length > 0
       ? plan.services.map((service) => service.service.name).join(", ")
       : plan.excluded.length > 0 || plan.leftOut.length > 0
@@ -147,7 +149,7 @@ function printDryRun(plan: SessionPlan): void {
     rows.push(["left out", `${left.service} (${left.reason})`]);
   }
   const mcp = profile.profile.mcp;
-  if (config.kind === "none") {
+  if (config.kind === "none" || mcp.mode === "none") {
     rows.push(["config", "(none, and no broker)"]);
     printColumns(rows, "first column");
     return;

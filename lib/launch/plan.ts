@@ -18,7 +18,7 @@ import {
 } from "../config/expand.ts";
 import type { Settings } from "../config/settings.ts";
 import type { LoadedProfile } from "../profiles/loader.ts";
-import { isArgvFormat } from "../profiles/mcp_formats.ts";
+import { isArgvFormat, type McpFormat } from "../profiles/mcp_formats.ts";
 import {
   type DeliveryPlan,
   planDelivery,
@@ -80,8 +80,11 @@ export type ConfigTarget =
   | { kind: "argv" }
   | { kind: "file"; path: string }
   | { kind: "merge"; path: string }
-  /** No session: the first argument is one of the profile's `no_session`. */
-  | { kind: "none"; argument: string };
+  /**
+   * No session: the first argument is one of the profile's `no_session`
+   * (`argument`), or the profile's `[mcp] mode = "none"` (no `argument`).
+   */
+  | { kind: "none"; argument?: string };
 
 /**
  * A service the session starts without: one line saying why and what to
@@ -160,6 +163,8 @@ export function planSession(options: PlanSessionOptions): SessionPlan {
     });
   const config: ConfigTarget = argument !== undefined
     ? { kind: "none", argument }
+    : mcp.mode === "none"
+    ? { kind: "none" }
     : isArgvFormat(mcp.format)
     ? { kind: "argv" }
     : mcp.mode === "config-file"
@@ -183,7 +188,7 @@ export function planSession(options: PlanSessionOptions): SessionPlan {
   }
   const planned = planDelivery({
     services: config.kind === "none" ? [] : chosen.selected,
-    format: mcp.format,
+    format: renderedFormat(loaded),
     mergePath: config.kind === "merge" ? config.path : undefined,
     configFilePath: mcp.mode === "config-file" && config.kind === "file"
       ? config.path
@@ -287,13 +292,22 @@ export function renderSessionConfig(
   fetched: { delivery: DeliveryPlan; tokens: ReadonlyMap<string, string> },
 ): RenderedDocument {
   return renderDocument(
-    plan.profile.profile.mcp.format,
+    renderedFormat(plan.profile),
     serverEntries(plan.services, {
       delivery: fetched.delivery,
       tokens: fetched.tokens,
       shim: plan.shim,
     }),
   );
+}
+
+/**
+ * The format of the profile's config. A `mode = "none"` profile renders
+ * nothing (its sessions have no services); an empty mcp-json stands in.
+ */
+function renderedFormat(loaded: LoadedProfile): McpFormat {
+  const { mcp } = loaded.profile;
+  return mcp.mode === "none" ? "mcp-json" : mcp.format;
 }
 
 /** What the agent is started with. */
@@ -413,7 +427,8 @@ export function configFilePath(
   loaded: LoadedProfile,
   context: ExpandContext,
 ): string {
-  const path = loaded.profile.mcp.path ?? "";
+  const { mcp } = loaded.profile;
+  const path = mcp.mode === "none" ? "" : mcp.path ?? "";
   const expanded = expandOrThrow(
     loaded,
     "mcp.path",
@@ -455,7 +470,9 @@ export function sessionSummary(
   session: { delivery: DeliveryPlan; leftOut: readonly string[] },
 ): string {
   if (plan.config.kind === "none") {
-    return `agent ${plan.agent}: no session for ${plan.config.argument} (no MCP config, no broker)`;
+    return `agent ${plan.agent}: no session for ${
+      plan.config.argument ?? 'mode = "none"'
+    } (no MCP config, no broker)`;
   }
   const services = [...session.delivery].map(([name, delivery]) =>
     `${name} (${DELIVERY_WORDS[delivery.kind]})`

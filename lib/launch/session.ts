@@ -350,7 +350,7 @@ async function agentCredentials(
 function argsWithValues(plan: SessionPlan, values: string[]): string[] {
   const planned = plan.document.kind === "argv" ? plan.document.values : [];
   const { argv, mcp } = plan.profile.profile;
-  const perValue = mcp.joined ? 1 : 2;
+  const perValue = mcp.mode !== "none" && mcp.joined ? 1 : 2;
   const start = argv.prefix.length + planned.length * perValue;
   const userArgs = plan.args.slice(
     start,

@@ -7,7 +7,9 @@
  * @module
  */
 
+import aider from "../../profiles/aider.toml" with { type: "text" };
 import amp from "../../profiles/amp.toml" with { type: "text" };
+import auggie from "../../profiles/auggie.toml" with { type: "text" };
 import claude from "../../profiles/claude.toml" with { type: "text" };
 import codex from "../../profiles/codex.toml" with { type: "text" };
 import copilot from "../../profiles/copilot.toml" with { type: "text" };
@@ -17,7 +19,9 @@ import qwen from "../../profiles/qwen.toml" with { type: "text" };
 
 /** The TOML text of each built-in profile, by name. */
 export const BUILTIN_PROFILES: Readonly<Record<string, string>> = {
+  aider,
   amp,
+  auggie,
   claude,
   codex,
   copilot,

@@ -60,7 +60,7 @@ export const KEY_COMMENTS: Readonly<Record<string, string>> = {
   "agent.description": 'Shown by "sherlock agents".',
   mcp: "[mcp]: how the rendered MCP config reaches the agent.",
   "mcp.mode":
-    'cli-flag: a flag names the file | env-var: a variable names it |\nconfig-file: the file is written at "path".',
+    'cli-flag: a flag names the file | env-var: a variable names it |\nconfig-file: the file is written at "path" | none: no MCP config and no\nbroker (an agent without MCP, such as Aider).',
   "mcp.flag": "cli-flag: the agent's flag that takes the config.",
   "mcp.var":
     "env-var: the variable that holds the config's path (sherlock's own:\nnot allowed in [env] or [forbid]).",

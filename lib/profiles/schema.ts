@@ -15,7 +15,7 @@ import {
   MAX_NAME_LENGTH,
   NAME_PATTERN,
 } from "../config/names.ts";
-import { isArgvFormat, MCP_FORMATS } from "./mcp_formats.ts";
+import { isArgvFormat, MCP_FORMATS, type McpFormat } from "./mcp_formats.ts";
 import { validateWith } from "../config/schema_problems.ts";
 
 const name = z.string().regex(
@@ -28,7 +28,9 @@ const envName = z.string().regex(
 );
 
 const mcpSchema = z.strictObject({
-  mode: z.enum(["cli-flag", "env-var", "config-file"]),
+  // "none": an agent with no MCP client (Aider); it gets no config and no
+  // broker, only [env] and [forbid].
+  mode: z.enum(["cli-flag", "env-var", "config-file", "none"]),
   flag: z.string().regex(/^-/, "must start with '-'").optional(),
   var: envName.optional(),
   path: z.string().min(1, "must not be empty").optional(),
@@ -39,10 +41,12 @@ const mcpSchema = z.strictObject({
   format: z.enum(MCP_FORMATS).default("mcp-json"),
   merge: z.boolean().optional(),
 }).superRefine((mcp, context) => {
-  const needs = { "cli-flag": "flag", "env-var": "var", "config-file": "path" }[
-    mcp.mode
-  ] as "flag" | "var" | "path";
-  if (mcp[needs] === undefined) {
+  const needs = mcp.mode === "none" ? undefined : {
+    "cli-flag": "flag",
+    "env-var": "var",
+    "config-file": "path",
+  }[mcp.mode] as "flag" | "var" | "path";
+  if (needs !== undefined && mcp[needs] === undefined) {
     context.addIssue({
       code: "custom",
       path: [needs],
@@ -91,7 +95,28 @@ const mcpSchema = z.strictObject({
       message: `only applies to mode = "cli-flag"`,
     });
   }
+}).transform((mcp): McpDelivery => {
+  if (mcp.mode === "none") return { mode: "none" };
+  const { mode, ...rest } = mcp;
+  return { mode, ...rest };
 });
+
+/**
+ * How the rendered config reaches the agent: a flag, a variable or a file,
+ * or nothing at all (`mode = "none"`: the other keys are not used).
+ */
+export type McpDelivery =
+  | {
+    mode: "cli-flag" | "env-var" | "config-file";
+    flag?: string;
+    var?: string;
+    path?: string;
+    value: string;
+    joined: boolean;
+    format: McpFormat;
+    merge?: boolean;
+  }
+  | { mode: "none" };
 
 /** An agent profile as the schema normalizes it (every default filled in). */
 export const profileSchema = z.strictObject({

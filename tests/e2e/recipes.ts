@@ -505,3 +505,26 @@ export const inspector: AgentRecipe = {
   shimForced: false,
   endsByItself: true,
 };
+
+/**
+ * Auggie (Augment Code): sherlock adds `--mcp-config <file>`; print mode
+ * and a session in `AUGMENT_SESSION_AUTH` (what `auggie login` would save)
+ * whose tenant is a closed port, so it never reaches Augment: it starts its
+ * servers, then retries the service until stopped.
+ */
+export const auggie: AgentRecipe = {
+  agent: "auggie",
+  cli: "auggie",
+  clientName: "augment-mcp-client",
+  clientVersion: "1.0.0",
+  args: ["--print", "hi"],
+  env: () => ({
+    AUGMENT_SESSION_AUTH: JSON.stringify({
+      accessToken: "e2e-dummy",
+      tenantURL: `${CLOSED_MODEL_URL}/`,
+      scopes: ["read", "write"],
+    }),
+  }),
+  shimForced: false,
+  endsByItself: false,
+};

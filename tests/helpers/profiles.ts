@@ -10,7 +10,9 @@ import type { Profile } from "../../lib/profiles/schema.ts";
 
 /** The built-in profiles' names, sorted as `sherlock agents` lists them. */
 export const BUILTIN_PROFILE_NAMES: readonly string[] = [
+  "aider",
   "amp",
+  "auggie",
   "claude",
   "codex",
   "copilot",

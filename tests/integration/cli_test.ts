@@ -9,7 +9,10 @@ import denoJson from "../../deno.json" with { type: "json" };
 import { COMMANDS } from "../../lib/cli/commands.ts";
 import { addFakeAgent, AgentRun, installFakeAgent } from "../helpers/agent.ts";
 import { createTestHome } from "../helpers/home.ts";
-import { stdioServiceToml } from "../helpers/profiles.ts";
+import {
+  BUILTIN_PROFILE_NAMES,
+  stdioServiceToml,
+} from "../helpers/profiles.ts";
 import { lines, runSherlock } from "../helpers/sherlock.ts";
 import { exists } from "../helpers/wait.ts";
 
@@ -207,7 +210,9 @@ const USAGE_ERRORS: [string[], string][] = [
   [["agents", "override"], "usage: sherlock agents override <name>"],
   [
     ["agents", "override", "acme"],
-    'no built-in profile named "acme"; the built-ins are amp, claude, codex, copilot, gemini, opencode, qwen',
+    `no built-in profile named "acme"; the built-ins are ${
+      BUILTIN_PROFILE_NAMES.join(", ")
+    }`,
   ],
 ];
 

@@ -612,6 +612,33 @@ Deno.test("planSession: a first argument in [argv] no_session: no services, no c
   );
 });
 
+Deno.test('planSession: mode = "none" has no services, no config, only [env] and [forbid]', () => {
+  const profile = loaded({ flag: "--mcp-config" });
+  profile.profile.mcp = { mode: "none" };
+  profile.profile.argv = {
+    prefix: ["--pre"],
+    suffix: ["--post"],
+    no_session: [],
+  };
+  profile.profile.env = { AGENT_MODE: "x" };
+  profile.profile.forbid = { env: ["SECRET_KEY"] };
+  const plan = planSession(sessionOptions(profile, {
+    context: context({ PATH: "/usr/bin", SECRET_KEY: "k" }),
+  }));
+  assert.deepEqual(plan.config, { kind: "none" });
+  assert.deepEqual(plan.args, ["--pre", "-p", "hi", "--post"]);
+  assert.deepEqual(plan.envSet, { AGENT_MODE: "x" });
+  assert.deepEqual(plan.envRemoved, ["SECRET_KEY"]);
+  assert.deepEqual(plan.services, []);
+  assert.deepEqual(plan.leftOut, []);
+  assert.deepEqual(plan.excluded, []);
+  assert.equal(plan.delivery.size, 0);
+  assert.equal(
+    sessionSummary(plan, { delivery: plan.delivery, leftOut: [] }),
+    'agent fake: no session for mode = "none" (no MCP config, no broker)',
+  );
+});
+
 Deno.test("sessionSummary: the agent, each service with its token's way, and those left out", () => {
   const plan = planSession(sessionOptions(loaded({ flag: "--mcp-config" })));
   assert.equal(

@@ -11,7 +11,11 @@ import { parse } from "smol-toml";
 import { formatProblem } from "../../lib/config/toml_files.ts";
 import { buildArgs } from "../../lib/launch/plan.ts";
 import { BUILTIN_PROFILES } from "../../lib/profiles/builtin.ts";
-import { type Profile, validateProfile } from "../../lib/profiles/schema.ts";
+import {
+  type McpDelivery,
+  type Profile,
+  validateProfile,
+} from "../../lib/profiles/schema.ts";
 import { validateService } from "../../lib/services/schema.ts";
 import { loadedProfile } from "../helpers/profiles.ts";
 
@@ -100,14 +104,21 @@ function valid(text: string): Profile {
   return result.value;
 }
 
+/** The `[mcp]` table of a valid profile that delivers a config. */
+function validMcp(text: string): Exclude<McpDelivery, { mode: "none" }> {
+  const { mcp } = valid(text);
+  if (mcp.mode === "none") throw new Error("expected a delivering [mcp]");
+  return mcp;
+}
+
 const AGENT = `[agent]\nname = "a"\nexecutable = "a"\n`;
 
 Deno.test("schema: merge = true with config-file and a keyed JSON format is valid", () => {
   for (const format of ["mcp-json", "opencode", "gemini"]) {
-    const profile = valid(
+    const mcp = validMcp(
       `${AGENT}[mcp]\nmode = "config-file"\npath = "~/.x/settings.json"\nformat = "${format}"\nmerge = true\n`,
     );
-    assert.equal(profile.mcp.merge, true);
+    assert.equal(mcp.merge, true);
   }
 });
 
@@ -150,14 +161,14 @@ Deno.test("schema: an argv format needs cli-flag", () => {
     ),
     'a.toml:7: mcp.format: "codex-overrides" renders flag values, so it needs mode = "cli-flag"',
   );
-  const profile = valid(
+  const mcp = validMcp(
     `${AGENT}[mcp]\nmode = "cli-flag"\nflag = "-c"\nformat = "codex-overrides"\n`,
   );
-  assert.equal(profile.mcp.format, "codex-overrides");
+  assert.equal(mcp.format, "codex-overrides");
 });
 
 Deno.test("built-in gemini: merges gemini documents into ~/.gemini/settings.json", () => {
-  const { mcp } = valid(BUILTIN_PROFILES.gemini);
+  const mcp = validMcp(BUILTIN_PROFILES.gemini);
   assert.deepEqual(
     { mode: mcp.mode, path: mcp.path, format: mcp.format, merge: mcp.merge },
     {
@@ -170,7 +181,7 @@ Deno.test("built-in gemini: merges gemini documents into ~/.gemini/settings.json
 });
 
 Deno.test("built-in codex: -c overrides, two words each", () => {
-  const { mcp } = valid(BUILTIN_PROFILES.codex);
+  const mcp = validMcp(BUILTIN_PROFILES.codex);
   assert.deepEqual(
     { mode: mcp.mode, flag: mcp.flag, joined: mcp.joined, format: mcp.format },
     {

@@ -72,6 +72,29 @@ Deno.test("built-in claude: --mcp-config=<path>, joined", () => {
   });
 });
 
+Deno.test('built-in aider: mode = "none", no other [mcp] key', () => {
+  const aider = profileSchema.parse(parse(BUILTIN_PROFILES.aider));
+  assert.equal(aider.agent.executable, "aider");
+  assert.deepEqual(aider.mcp, { mode: "none" });
+});
+
+Deno.test('schema: mode = "none" drops the delivery defaults and refuses a path', () => {
+  const base = { agent: { name: "a", executable: "a" } };
+  assert.deepEqual(
+    profileSchema.parse({ ...base, mcp: { mode: "none" } }).mcp,
+    { mode: "none" },
+  );
+  const result = validateProfile(
+    { ...base, mcp: { mode: "none", path: "~/x.json" } },
+    "",
+  );
+  assert.equal(result.ok, false);
+  assert.equal(
+    result.ok ? "" : `${result.problem.key}: ${result.problem.reason}`,
+    'mcp.path: not used with mode = "none"; remove it',
+  );
+});
+
 Deno.test("schema: the seed's minimal profile gets every default", () => {
   const text =
     `[agent]\nname = "a"\nexecutable = "a"\n[mcp]\nmode = "env-var"\nvar = "MCP"\n`;
@@ -156,7 +179,7 @@ Deno.test("schema problems: a missing key is reported at its table", () => {
   assert.equal(problem(AGENT), "a.toml: mcp: missing; a table is required");
   assert.equal(
     problem(`${AGENT}[mcp]\nflag = "--m"\n`),
-    'a.toml:4: mcp.mode: missing; one of "cli-flag", "env-var", "config-file" is required',
+    'a.toml:4: mcp.mode: missing; one of "cli-flag", "env-var", "config-file", "none" is required',
   );
 });
 
@@ -204,7 +227,7 @@ Deno.test("schema problems: [env] and [forbid] must leave [mcp] var alone", () =
 Deno.test("schema problems: values", () => {
   assert.equal(
     problem(`${AGENT}[mcp]\nmode = "pipe"\n`),
-    'a.toml:5: mcp.mode: must be one of "cli-flag", "env-var", "config-file"',
+    'a.toml:5: mcp.mode: must be one of "cli-flag", "env-var", "config-file", "none"',
   );
   assert.equal(
     problem(`${AGENT}[mcp]\nmode = "cli-flag"\nflag = "mcp"\n`),

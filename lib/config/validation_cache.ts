@@ -24,7 +24,7 @@ import { VERSION } from "../version.ts";
  * version change, so that entries written by the older schema are not
  * reused.
  */
-const CACHE_REVISION = 8;
+const CACHE_REVISION = 9;
 
 /** Entries beyond this are dropped, oldest first. */
 const MAX_ENTRIES = 256;

@@ -13,8 +13,10 @@ export const BUILTIN_PROFILE_NAMES: readonly string[] = [
   "amp",
   "claude",
   "codex",
+  "continue",
   "copilot",
   "gemini",
+  "kilo",
   "opencode",
   "qwen",
 ];

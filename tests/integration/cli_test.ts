@@ -207,7 +207,7 @@ const USAGE_ERRORS: [string[], string][] = [
   [["agents", "override"], "usage: sherlock agents override <name>"],
   [
     ["agents", "override", "acme"],
-    'no built-in profile named "acme"; the built-ins are amp, claude, codex, copilot, gemini, opencode, qwen',
+    'no built-in profile named "acme"; the built-ins are amp, claude, codex, continue, copilot, gemini, kilo, opencode, qwen',
   ],
 ];
 

@@ -12,8 +12,10 @@ import amp from "../../profiles/amp.toml" with { type: "text" };
 import auggie from "../../profiles/auggie.toml" with { type: "text" };
 import claude from "../../profiles/claude.toml" with { type: "text" };
 import codex from "../../profiles/codex.toml" with { type: "text" };
+import continueCli from "../../profiles/continue.toml" with { type: "text" };
 import copilot from "../../profiles/copilot.toml" with { type: "text" };
 import gemini from "../../profiles/gemini.toml" with { type: "text" };
+import kilo from "../../profiles/kilo.toml" with { type: "text" };
 import opencode from "../../profiles/opencode.toml" with { type: "text" };
 import qwen from "../../profiles/qwen.toml" with { type: "text" };
 
@@ -24,8 +26,10 @@ export const BUILTIN_PROFILES: Readonly<Record<string, string>> = {
   auggie,
   claude,
   codex,
+  continue: continueCli,
   copilot,
   gemini,
+  kilo,
   opencode,
   qwen,
 };

@@ -12,6 +12,7 @@ export const MCP_FORMATS = [
   "opencode",
   "gemini",
   "codex-overrides",
+  "continue",
 ] as const;
 
 /** One of {@linkcode MCP_FORMATS}. */

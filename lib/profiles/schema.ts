@@ -71,13 +71,16 @@ const mcpSchema = z.strictObject({
   }
   // Merging goes one level down, into the key that holds the servers;
   // servers-map has none, so sherlock's servers would be merged field by
-  // field into the operator's entries of the same name.
-  if (mcp.merge && mcp.format === "servers-map") {
+  // field into the operator's entries of the same name; continue's servers
+  // are a list, which a merge by name cannot join.
+  if (
+    mcp.merge && (mcp.format === "servers-map" || mcp.format === "continue")
+  ) {
     context.addIssue({
       code: "custom",
       path: ["merge"],
       message:
-        `needs a format whose servers sit under one key ("mcp-json", "opencode" or "gemini"), not "servers-map"`,
+        `needs a format whose servers sit under one key ("mcp-json", "opencode" or "gemini"), not "${mcp.format}"`,
     });
   }
   if (isArgvFormat(mcp.format) && mcp.mode !== "cli-flag") {

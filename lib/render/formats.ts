@@ -8,6 +8,7 @@
  * | `opencode`        | opencode                   | `{"$schema", "mcp": {n: {type: "local", command: [..], environment} \| {type: "remote", url, headers}}}` |
  * | `gemini`          | Gemini CLI                 | `{"mcpServers": {n: {command, args, env} \| {httpUrl \| url, headers}}}` |
  * | `codex-overrides` | Codex                      | argv values `mcp_servers.<n>={command="…",args=[…],env={…}}` (TOML) |
+ * | `continue`        | Continue CLI               | a block `{"name", "version", "schema": "v1", "mcpServers": [{name, command, args, env} \| {name, type, url, requestOptions: {headers}}]}` |
  *
  * @module
  */
@@ -113,6 +114,8 @@ function jsonDocument(
             }
         ),
       };
+    case "continue":
+      return continueBlock(servers);
     case "gemini":
       return {
         mcpServers: map((entry) =>
@@ -138,6 +141,32 @@ function jsonDocument(
         ),
       };
   }
+}
+
+/**
+ * Continue CLI's block file (`cn --mcp <file>`): its servers are a list of
+ * named entries, and the file is a whole block, which Continue validates
+ * (`name`, `version`, `schema`) before adding its servers to the
+ * operator's own config. JSON is YAML, so the file stays JSON.
+ */
+function continueBlock(
+  servers: Readonly<Record<string, ServerEntry>>,
+): Record<string, unknown> {
+  return {
+    name: "sherlock",
+    version: "1.0.0",
+    schema: "v1",
+    mcpServers: Object.entries(servers).map(([name, entry]) =>
+      entry.kind === "stdio"
+        ? { name, command: entry.command, args: entry.args, env: entry.env }
+        : {
+          name,
+          type: entry.transport === "http" ? "streamable-http" : "sse",
+          url: entry.url,
+          requestOptions: { headers: entry.headers },
+        }
+    ),
+  };
 }
 
 /** Codex's `-c` overrides: one TOML inline table per server. */

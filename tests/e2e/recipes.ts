@@ -528,3 +528,60 @@ export const auggie: AgentRecipe = {
   shimForced: false,
   endsByItself: false,
 };
+
+/**
+ * Kilo Code CLI (a fork of opencode): sherlock sets `KILO_CONFIG=<file>`
+ * (opencode's `{"mcp": …}` shape); `kilo mcp list` connects every server
+ * and exits 0, with no login and no model.
+ */
+export const kilo: AgentRecipe = {
+  agent: "kilo",
+  cli: "kilo",
+  clientName: "kilo",
+  args: ["mcp", "list"],
+  env: () => ({}),
+  shimForced: false,
+  endsByItself: true,
+};
+
+/**
+ * What the tests put in the throwaway `~/.continue/config.yaml` before the
+ * session: the operator's own assistant, one OpenAI model at a closed port
+ * (Continue needs a model, and reads it from here, with no login). Mode
+ * 0640 and no final newline, so that any rewrite by sherlock shows.
+ */
+export const CONTINUE_OPERATOR_CONFIG = [
+  "name: operator",
+  "version: 0.0.1",
+  "schema: v1",
+  "models:",
+  "  - name: e2e",
+  "    provider: openai",
+  "    model: e2e-model",
+  `    apiBase: ${CLOSED_MODEL_URL}/v1`,
+  "    apiKey: e2e-dummy",
+].join("\n");
+
+/**
+ * Continue CLI (`cn`): sherlock adds `--mcp <file>`, a block of
+ * `mcpServers` that Continue adds to the operator's config. Headless
+ * `-p`, the model from the seeded `~/.continue/config.yaml`; it starts the
+ * servers, fails to reach the model and exits 1 by itself.
+ */
+export const continueCli: AgentRecipe = {
+  agent: "continue",
+  cli: "continue",
+  clientName: "continue-cli-client",
+  clientVersion: "1.0.0",
+  args: ["-p", "hi"],
+  env: () => ({}),
+  async seed(home) {
+    const path = join(home.home, ".continue", "config.yaml");
+    await Deno.mkdir(join(home.home, ".continue"), { mode: 0o700 });
+    await writeFile(path, CONTINUE_OPERATOR_CONFIG, { mode: 0o640 });
+    await Deno.chmod(path, 0o640);
+    return [path];
+  },
+  shimForced: false,
+  endsByItself: true,
+};

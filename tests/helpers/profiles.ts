@@ -15,8 +15,10 @@ export const BUILTIN_PROFILE_NAMES: readonly string[] = [
   "auggie",
   "claude",
   "codex",
+  "continue",
   "copilot",
   "gemini",
+  "kilo",
   "opencode",
   "qwen",
 ];

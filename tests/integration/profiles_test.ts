@@ -16,6 +16,13 @@ import {
 import { lines, runSherlock, sherlockCommand } from "../helpers/sherlock.ts";
 import { runBash, sh, type ShellResult } from "../helpers/shell.ts";
 import { parse } from "smol-toml";
+import { BUILTIN_PROFILES } from "../../lib/profiles/builtin.ts";
+
+/** The executable a built-in profile runs (Continue's is `cn`). */
+function builtinExecutable(name: string): string {
+  const agent = parse(BUILTIN_PROFILES[name]).agent as { executable: string };
+  return agent.executable;
+}
 
 /** `sherlock agents`' table rows as [name, rest of the line]. */
 function rows(stdout: string): string[][] {
@@ -35,7 +42,7 @@ Deno.test("agents: lists the built-ins and whether their executables are on PATH
       "built-in",
       name === "claude"
         ? join(home.bin, "claude")
-        : `${name}: not found on PATH`,
+        : `${builtinExecutable(name)}: not found on PATH`,
     ]),
   ]);
 });

@@ -273,11 +273,76 @@ Deno.test("gemini: {mcpServers}, httpUrl for streamable HTTP, url for SSE", () =
   });
 });
 
-Deno.test("every file format: an empty session is an empty map", () => {
+Deno.test("continue: a block with a list of named entries, remote ones typed, headers under requestOptions", () => {
+  const block = { name: "sherlock", version: "1.0.0", schema: "v1" };
+  assertDocument("continue", inlineEntries(), {
+    ...block,
+    mcpServers: [
+      {
+        name: "github",
+        command: "github-mcp-server",
+        args: ["stdio", "--read-only"],
+        env: {
+          GITHUB_TOOLSETS: "repos,issues",
+          GITHUB_PERSONAL_ACCESS_TOKEN: "ghp_abc",
+        },
+      },
+      {
+        name: "docs",
+        type: "streamable-http",
+        url: "https://mcp.example.com/mcp",
+        requestOptions: {
+          headers: { "X-Team": "platform", Authorization: "Bearer eyJ.tok" },
+        },
+      },
+      {
+        name: "events",
+        type: "sse",
+        url: "http://127.0.0.1:8080/sse",
+        requestOptions: { headers: {} },
+      },
+      { name: "plain", command: "/opt/mcp/plain", args: [], env: {} },
+    ],
+  });
+  assertDocument("continue", shimEntries(), {
+    ...block,
+    mcpServers: [
+      {
+        name: "github",
+        command: "/opt/sherlock/bin/sherlock",
+        args: GITHUB_SHIM_ARGS,
+        env: { GITHUB_TOOLSETS: "repos,issues" },
+      },
+      {
+        name: "docs",
+        type: "streamable-http",
+        url: "https://mcp.example.com/mcp",
+        requestOptions: {
+          headers: { "X-Team": "platform", Authorization: "Bearer eyJ.tok" },
+        },
+      },
+      {
+        name: "events",
+        type: "sse",
+        url: "http://127.0.0.1:8080/sse",
+        requestOptions: { headers: {} },
+      },
+      { name: "plain", command: "/opt/mcp/plain", args: [], env: {} },
+    ],
+  });
+});
+
+Deno.test("every file format: an empty session has no servers", () => {
   assertDocument("mcp-json", {}, { mcpServers: {} });
   assertDocument("servers-map", {}, {});
   assertDocument("opencode", {}, { mcp: {} });
   assertDocument("gemini", {}, { mcpServers: {} });
+  assertDocument("continue", {}, {
+    name: "sherlock",
+    version: "1.0.0",
+    schema: "v1",
+    mcpServers: [],
+  });
   assert.deepEqual(renderDocument("codex-overrides", {}), {
     kind: "argv",
     values: [],
@@ -484,6 +549,12 @@ Deno.test("bridge entry: a stdio server running sherlock bridge, in every file f
   });
   assertDocument("gemini", bridgeEntries("gemini"), {
     mcpServers: { linear: stdio },
+  });
+  assertDocument("continue", bridgeEntries("continue"), {
+    name: "sherlock",
+    version: "1.0.0",
+    schema: "v1",
+    mcpServers: [{ name: "linear", ...stdio }],
   });
   assertDocument("opencode", bridgeEntries("opencode"), {
     mcp: {

@@ -135,12 +135,19 @@ Deno.test("schema: merge only applies to config-file", () => {
   valid(`${AGENT}[mcp]\nmode = "cli-flag"\nflag = "--m"\nmerge = false\n`);
 });
 
-Deno.test("schema: merge into a servers-map document is refused", () => {
+Deno.test("schema: merge into a servers-map or continue document is refused", () => {
   assert.equal(
     problem(
       `${AGENT}[mcp]\nmode = "config-file"\npath = "/x.json"\nformat = "servers-map"\nmerge = true\n`,
     ),
     'a.toml:8: mcp.merge: needs a format whose servers sit under one key ("mcp-json", "opencode" or "gemini"), not "servers-map"',
+  );
+  // Continue's servers are a list, which a merge by name cannot join.
+  assert.equal(
+    problem(
+      `${AGENT}[mcp]\nmode = "config-file"\npath = "/x.json"\nformat = "continue"\nmerge = true\n`,
+    ),
+    'a.toml:8: mcp.merge: needs a format whose servers sit under one key ("mcp-json", "opencode" or "gemini"), not "continue"',
   );
   // Written whole (no merge), servers-map is fine in config-file mode.
   valid(

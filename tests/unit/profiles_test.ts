@@ -241,7 +241,7 @@ Deno.test("schema problems: values", () => {
     problem(
       `${AGENT}[mcp]\nmode = "cli-flag"\nflag = "--m"\nformat = "yaml"\n`,
     ),
-    'a.toml:7: mcp.format: must be one of "mcp-json", "servers-map", "opencode", "gemini", "codex-overrides"',
+    'a.toml:7: mcp.format: must be one of "mcp-json", "servers-map", "opencode", "gemini", "codex-overrides", "continue"',
   );
   assert.equal(
     problem(`[agent]\nname = "A b"\nexecutable = "a"\n${MCP}`),

@@ -66,7 +66,11 @@ Options (before the agent's name; everything after it goes to the agent):
   -h, --help     show this help
 
 When the agent's first argument is one of its profile's [argv] no_session
-(--help, --version, …), the agent starts with no MCP config and no broker.`,
+(--help, --version, …), the agent starts with no MCP config and no broker.
+
+Examples:
+  sherlock run claude -p "summarize the open issues"
+  sherlock --dry-run --service github codex`,
     module: "lib/cli/run.ts",
     entry: "runCommand",
   },
@@ -88,7 +92,11 @@ on stderr; the exit code is then 78). --json prints the same as JSON
 
 "override" writes a built-in's text, with a comment on each key, to
 agents.d/<name>.toml for you to edit, and prints the path. It never
-replaces a file that has something in it.`,
+replaces a file that has something in it.
+
+Examples:
+  sherlock agents
+  sherlock agents override claude`,
     module: "lib/cli/agents.ts",
     entry: "agentsCommand",
   },
@@ -189,7 +197,11 @@ terminal, browser or passphrase. TYPE is id_token (the default), jwt or
 access_token. The token is read once, sent to the provider, not kept.
 Exit codes: 69 provider unreachable, 77 token refused or login expired,
 78 misconfiguration (no [login] provider = "oidc", no token at PATH or
-in VAR, the client may not exchange tokens).`,
+in VAR, the client may not exchange tokens).
+
+Examples:
+  sherlock login
+  sherlock login --passphrase-file /dev/fd/3 3<passphrase.txt`,
     module: "lib/cli/login.ts",
     entry: "loginCommand",
   },
@@ -199,7 +211,10 @@ in VAR, the client may not exchange tokens).`,
 
 Locks the store in the broker and drops every cached token. An OIDC
 login is forgotten too, its refresh token revoked at the provider
-(RFC 7009) when the provider offers revocation.`,
+(RFC 7009) when the provider offers revocation.
+
+Example:
+  sherlock logout`,
     module: "lib/cli/login.ts",
     entry: "logoutCommand",
   },
@@ -213,7 +228,10 @@ one, and when the access token is renewed (or the login ends).
 --verbose adds whether the provider offers token exchange (RFC 8693),
 which "exchange" services use, or the refresh-token fallback. --json
 prints it as JSON (docs/json.md). It never starts the broker.
-Exit 0 when logged in, 77 when not.`,
+Exit 0 when logged in, 77 when not.
+
+Example:
+  sherlock whoami --json`,
     module: "lib/cli/login.ts",
     entry: "whoamiCommand",
   },
@@ -229,7 +247,11 @@ value from the terminal without echo, or from stdin:
 Values never come from the command line and are never printed. "set"
 warns when no service in services.d reads the name (it stores anyway);
 "rm" of a name with no secret exits 1. None of them starts the broker.
-"ls --json" prints the names and dates as JSON (docs/json.md).`,
+"ls --json" prints the names and dates as JSON (docs/json.md).
+
+Examples:
+  gh auth token | sherlock secret set github
+  sherlock secret ls`,
     module: "lib/cli/secret.ts",
     entry: "secretCommand",
     needsArguments: true,
@@ -258,7 +280,11 @@ at once; a new auth for the same service replaces one under way.
            a server asked for that the grant lacks, when the access token
            expires, whether a refresh token is held
   revoke   revokes the grant at the server (RFC 7009, when offered) and
-           forgets it`,
+           forgets it
+
+Examples:
+  sherlock auth linear
+  sherlock auth status`,
     module: "lib/cli/auth.ts",
     entry: "authCommand",
     needsArguments: true,
@@ -279,7 +305,11 @@ serves each session's tokens over $XDG_RUNTIME_DIR/sherlock/broker.sock.
   status [--json]       is it running, since when, who is logged in
                         (exit 69 when it is not running, or runs another
                         version of sherlock); --json: docs/json.md
-  log [-n N]            the last N entries of the audit log (default 20)`,
+  log [-n N]            the last N entries of the audit log (default 20)
+
+Examples:
+  sherlock broker status
+  sherlock broker log -n 20`,
     module: "lib/cli/broker.ts",
     entry: "brokerCommand",
     needsArguments: true,
@@ -362,7 +392,10 @@ profile or service completes at once.
 
   bash   in ~/.bashrc:  eval "$(sherlock completions bash)"
   zsh    in ~/.zshrc, after compinit:  eval "$(sherlock completions zsh)"
-  fish   sherlock completions fish > ~/.config/fish/completions/sherlock.fish`,
+  fish   sherlock completions fish > ~/.config/fish/completions/sherlock.fish
+
+Example:
+  echo 'eval "$(sherlock completions bash)"' >> ~/.bashrc`,
     module: "lib/cli/completions.ts",
     entry: "completionsCommand",
     needsArguments: true,
@@ -373,7 +406,10 @@ profile or service completes at once.
 
 Without a command, lists sherlock's commands and exit codes (the same as
 sherlock --help); with one, shows that command's help (the same as
-sherlock <command> --help).`,
+sherlock <command> --help).
+
+Example:
+  sherlock help run`,
     module: "lib/cli/help.ts",
     entry: "helpCommand",
   },
@@ -381,7 +417,10 @@ sherlock <command> --help).`,
     summary: "print sherlock's version",
     help: `Usage: sherlock version
 
-Prints sherlock's version (the same as sherlock --version or -V).`,
+Prints sherlock's version (the same as sherlock --version or -V).
+
+Example:
+  sherlock version`,
     module: "lib/cli/help.ts",
     entry: "versionCommand",
   },

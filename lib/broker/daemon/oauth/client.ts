@@ -70,7 +70,8 @@ interface ClientIdentity {
   clientSecretName?: string;
 }
 
-interface Flow {
+/** What every flow asks for, and of whom: what its grant is kept with. */
+interface FlowTarget {
   service: string;
   issuer: string;
   client: ClientIdentity;
@@ -79,6 +80,10 @@ interface Flow {
   scopes: string[];
   /** The scopes of a step-up this flow asks for (a 403's). */
   stepUp: string[];
+}
+
+/** A browser flow: the loopback listener waits for the redirect. */
+interface Flow extends FlowTarget {
   verifier: string;
   state: string;
   redirectUri: string;
@@ -89,15 +94,7 @@ interface Flow {
 }
 
 /** A device-grant flow: the daemon polls while the operator approves. */
-interface DeviceFlow {
-  service: string;
-  issuer: string;
-  client: ClientIdentity;
-  metadata: ServerMetadata;
-  resource: string | null;
-  scopes: string[];
-  /** The scopes of a step-up this flow asks for (a 403's). */
-  stepUp: string[];
+interface DeviceFlow extends FlowTarget {
   /** The poll; settles with the token endpoint's answer. */
   answer: Promise<JsonAnswer>;
   abort: AbortController;
@@ -431,7 +428,7 @@ export class OAuthClient {
 
   /** Asks for a device code and polls for it in the background. */
   async #startDevice(
-    flow: Omit<DeviceFlow, "answer" | "abort">,
+    flow: FlowTarget,
     store: SecretStore,
   ): Promise<StartedFlow> {
     const form: Record<string, string> = {};
@@ -497,7 +494,7 @@ export class OAuthClient {
 
   /** Stores the grant of a token answer that ended a flow. */
   async #keepGrant(
-    flow: Omit<DeviceFlow, "answer" | "abort">,
+    flow: FlowTarget,
     answer: JsonAnswer,
     store: () => SecretStore,
   ): Promise<OAuthServiceStatus> {

@@ -61,6 +61,11 @@ export class ValidationCache {
   #dirty = false;
   /** The keys looked up or set by this process: their files exist. */
   #touched = new Set<string>();
+  /**
+   * The `used` stamp of the newest entry: a later `set` gets a larger one
+   * even within the same millisecond, so "newest" is never a tie.
+   */
+  #newest = 0;
 
   /**
    * Opens the cache in `cacheDir` (nothing is read until now, nothing is
@@ -71,6 +76,11 @@ export class ValidationCache {
     this.#file = cacheDir ? join(cacheDir, "validated.json") : undefined;
     const read = this.#file ? readEntries(this.#file) : undefined;
     this.#entries = read?.entries ?? {};
+    for (const entry of Object.values(this.#entries)) {
+      if (typeof entry?.used === "number" && entry.used > this.#newest) {
+        this.#newest = entry.used;
+      }
+    }
     // A cache file that could not be used is replaced at the next save.
     this.#dirty = read?.unusable ?? false;
   }
@@ -92,7 +102,8 @@ export class ValidationCache {
   /** Records a successful validation of `text`. */
   set(key: string, text: string, value: unknown): void {
     this.#touched.add(key);
-    this.#entries[key] = { used: Date.now(), text, value };
+    this.#newest = Math.max(Date.now(), this.#newest + 1);
+    this.#entries[key] = { used: this.#newest, text, value };
     this.#dirty = true;
     // The broker's cache lives in memory for the daemon's whole life.
     if (this.#file === undefined) this.#entries = keptEntries(this.#entries);

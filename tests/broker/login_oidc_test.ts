@@ -15,7 +15,11 @@ import {
   browserEnv,
   startAuthServer,
 } from "../fixtures/oauth/mod.ts";
-import { type BrokerHome, createBrokerHome } from "../helpers/broker_home.ts";
+import {
+  auditEntries,
+  type BrokerHome,
+  createBrokerHome,
+} from "../helpers/broker_home.ts";
 import { filesContaining } from "../helpers/leaks.ts";
 import { WHOAMI_JSON } from "../../lib/cli/json_shapes.ts";
 import { startSherlock } from "../helpers/sherlock.ts";
@@ -281,4 +285,41 @@ Deno.test("OidcLogin: one refresh for a burst, the rotated refresh token used ne
   } finally {
     oidc.close();
   }
+});
+
+Deno.test("idle_timeout ends an OIDC login too, and the audit log says which provider", async () => {
+  await using s = await setup();
+  const { as, home } = s;
+  const config = join(home.configHome, "sherlock", "config.toml");
+  Deno.writeTextFileSync(
+    config,
+    Deno.readTextFileSync(config) + "\n[broker]\nidle_timeout = 1\n",
+  );
+  const running = startSherlock(["login", "--device"], {
+    env: home.env,
+    cwd: home.work,
+  });
+  const [, , userCode] = await waitUntil(
+    () =>
+      /open (\S+) on any device and enter the code (\S+)/.exec(
+        running.stderrSoFar(),
+      ) ?? undefined,
+    "the device grant's user code",
+  );
+  await as.approveDevice(userCode);
+  const result = await running.result;
+  assert.equal(result.code, 0, result.stderr);
+
+  await waitUntil(
+    () => auditEntries(home).find((entry) => entry.event === "idle_lock"),
+    "the idle lock",
+  );
+  const who = await home.sherlock(["whoami"]);
+  assert.equal(who.code, 77, who.stdout);
+  const lock = auditEntries(home).find((entry) => entry.event === "idle_lock");
+  assert.equal(lock?.provider, "oidc");
+  const log = Deno.readTextFileSync(
+    join(home.stateHome, "sherlock", "broker.log"),
+  );
+  assert.match(log, /idle timeout: login forgotten/);
 });

@@ -42,8 +42,11 @@ export interface LoginStateOptions {
   storePath: string;
   /** Lock again after this many seconds without a token request; 0 never. */
   idleTimeoutSeconds?: number;
-  /** Called when the idle timeout locks the store. */
-  onIdleLock: () => void;
+  /**
+   * Called when the idle timeout ends the login, with the provider that
+   * was held (`oidc` when an OIDC login was, as for a logout).
+   */
+  onIdleLock: (provider: "local" | "oidc") => void;
 }
 
 /** The login of one daemon. */
@@ -164,8 +167,9 @@ export class LoginState {
     clearTimeout(this.#idleTimer);
     this.#locksAt = new Date(Date.now() + seconds * 1000);
     this.#idleTimer = setTimeout(() => {
+      const provider = this.oidc.loggedIn ? "oidc" : "local";
       this.logout();
-      this.#options.onIdleLock();
+      this.#options.onIdleLock(provider);
     }, seconds * 1000);
     // The timer must not keep a daemon alive that is shutting down.
     Deno.unrefTimer(this.#idleTimer as unknown as number);

@@ -118,11 +118,15 @@ export async function serveBroker(
   const login = new LoginState({
     storePath: paths.secretStore,
     idleTimeoutSeconds: options.settings.broker.idle_timeout,
-    onIdleLock: () => {
+    onIdleLock: (provider) => {
       tokens.clear();
-      log("idle timeout: store locked");
+      log(
+        provider === "oidc"
+          ? "idle timeout: login forgotten, store locked"
+          : "idle timeout: store locked",
+      );
       try {
-        appendAudit(paths.stateDir, { event: "idle_lock", provider: "local" });
+        appendAudit(paths.stateDir, { event: "idle_lock", provider });
       } catch (error) {
         // A timer's exception would end the daemon; the lock itself worked.
         log(`cannot write the audit log: ${(error as Error).message}`);

@@ -54,7 +54,7 @@ export async function agentsCommand(args: readonly string[]): Promise<number> {
       `unexpected argument ${args[0]}; see sherlock agents --help`,
     );
   }
-  const { env, uid, paths } = commandContext();
+  const { env, paths } = commandContext();
   const cache = new ValidationCache(paths.cacheDir);
   const listing = await loadAllProfiles({ paths, cache });
   cache.save();
@@ -64,7 +64,7 @@ export async function agentsCommand(args: readonly string[]): Promise<number> {
     const name = loaded.profile.agent.name;
     const lookup = findExecutable(
       loaded.profile.agent.executable,
-      agentSearchPath(loaded, { env, uid }),
+      agentSearchPath(loaded, { env }),
     );
     shape.agents.push({
       name,

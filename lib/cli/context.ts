@@ -1,12 +1,11 @@
 /**
- * What every command needs from the process: its environment, the user id,
- * and sherlock's locations computed from them.
+ * What every command needs from the process: its environment and
+ * sherlock's locations computed from it.
  *
  * @module
  */
 
 import {
-  currentUid,
   type Env,
   type SherlockPaths,
   sherlockPaths,
@@ -16,8 +15,6 @@ import {
 export interface CommandContext {
   /** The operator's environment. */
   env: Env;
-  /** The operator's user id. */
-  uid: number;
   /** sherlock's locations. */
   paths: SherlockPaths;
 }
@@ -25,6 +22,5 @@ export interface CommandContext {
 /** Reads the environment and computes the locations. */
 export function commandContext(): CommandContext {
   const env = Deno.env.toObject();
-  const uid = currentUid();
-  return { env, uid, paths: sherlockPaths(env) };
+  return { env, paths: sherlockPaths(env) };
 }

@@ -28,10 +28,9 @@ export async function doctorCommand(args: readonly string[]): Promise<number> {
       `unexpected argument ${args[0]}; usage: sherlock doctor [--json]`,
     );
   }
-  const { env, uid, paths } = commandContext();
+  const { env, paths } = commandContext();
   const facts = await gatherFacts({
     env,
-    uid,
     paths,
     cwd: Deno.cwd(),
     sherlock: { version: VERSION, runsFrom: runsFrom() },

@@ -70,7 +70,6 @@ export async function runCommand(args: readonly string[]): Promise<number> {
     agent,
     userArgs: args.slice(index + 1),
     env: context.env,
-    uid: context.uid,
     paths: context.paths,
     onWarning: printWarning,
     strict: flags.strict,

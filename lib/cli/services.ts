@@ -244,7 +244,7 @@ function testAgent(service: Service, requested: string | undefined): string {
 
 async function testService(request: TestArgs): Promise<number> {
   const context = commandContext();
-  const { paths, env, uid } = context;
+  const { paths, env } = context;
   const cache = new ValidationCache(paths.cacheDir);
   const { service } = await requireService(request.name, context, cache);
   const agent = testAgent(service, request.agent);
@@ -257,7 +257,7 @@ async function testService(request: TestArgs): Promise<number> {
     services: [service],
     settings,
     userArgs: [],
-    context: { env, uid },
+    context: { env },
     session: newSessionId(),
     runtimeDir: paths.runtimeDir,
     socket: paths.socket,

@@ -14,11 +14,6 @@ import { type Env, lookupVariable } from "./sherlock_paths.ts";
 export interface ExpandContext {
   /** The operator's environment. */
   env: Env;
-  /**
-   * The user id. Unused since the default of `XDG_RUNTIME_DIR` moved below
-   * the state folder; to go once no caller sets it.
-   */
-  uid: number;
 }
 
 /** A `${VAR}` reference to a variable that is unset and has no default. */

@@ -124,8 +124,3 @@ export function fallbackRuntimeDir(env: Env): string | undefined {
   const state = lookupVariable("XDG_STATE_HOME", env);
   return state === undefined ? undefined : join(state, "sherlock", "run");
 }
-
-/** The current user's id, or 0 where the platform has none (Windows). */
-export function currentUid(): number {
-  return Deno.uid() ?? 0;
-}

@@ -66,7 +66,6 @@ export const CLAUDE_MCP_POLICY_KEYS: readonly string[] = [
 /** What the gathering needs. */
 export interface GatherOptions {
   env: Env;
-  uid: number;
   paths: SherlockPaths;
   /** The working folder (the agents' trust is about it). */
   cwd: string;
@@ -80,7 +79,7 @@ export interface GatherOptions {
 export async function gatherFacts(
   options: GatherOptions,
 ): Promise<DoctorFacts> {
-  const { env, uid, paths } = options;
+  const { env, paths } = options;
   const cache = new ValidationCache(paths.cacheDir);
   const listing = await loadAllProfiles({ paths, cache });
   const serviceListing = await loadServices({ paths, cache });
@@ -105,7 +104,7 @@ export async function gatherFacts(
     ? await brokerFacts(paths.socket)
     : { running: false };
   const profiles: Promise<ProfileFacts>[] = listing.profiles.map((loaded) =>
-    profileFacts(loaded, { env, uid })
+    profileFacts(loaded, { env })
   );
   const malformedProfiles: ProfileFacts[] = listing.problems.map((problem) => ({
     name: basename(problem.path),
@@ -196,7 +195,7 @@ async function brokerFacts(socket: string): Promise<BrokerFacts> {
 /** A profile's executable, looked up as a session would, and its version. */
 async function profileFacts(
   loaded: LoadedProfile,
-  context: { env: Env; uid: number },
+  context: { env: Env },
 ): Promise<ProfileFacts> {
   const { agent } = loaded.profile;
   const searchPath = agentSearchPath(loaded, context);
@@ -358,7 +357,7 @@ function geminiSettingsPath(
   const mcp = profile?.profile.mcp;
   if (mcp?.mode !== "config-file" || mcp.path === undefined) return undefined;
   try {
-    return expandPath(mcp.path, { env, uid: 0 });
+    return expandPath(mcp.path, { env });
   } catch {
     return undefined;
   }

@@ -67,8 +67,6 @@ export interface SessionOptions {
   userArgs: string[];
   /** The operator's environment. */
   env: Env;
-  /** The operator's user id. */
-  uid: number;
   /** sherlock's locations. */
   paths: SherlockPaths;
   /** Called for each problem that does not stop the session. */
@@ -110,7 +108,7 @@ export async function prepareSession(
     },
     settings,
     userArgs: options.userArgs,
-    context: { env: options.env, uid: options.uid },
+    context: { env: options.env },
     session: newSessionId(),
     runtimeDir: paths.runtimeDir,
     socket: paths.socket,

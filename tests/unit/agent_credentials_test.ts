@@ -43,7 +43,6 @@ Deno.test("buildEnv: the shell's copy of a [credentials] variable is removed, as
     configPath: "/run/x.json",
     context: {
       env: { ANTHROPIC_API_KEY: "shell", HOME: "/home/op" },
-      uid: 1000,
     },
   });
   assert.equal("ANTHROPIC_API_KEY" in built.env, false);

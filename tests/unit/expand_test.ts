@@ -7,10 +7,7 @@ import {
   UnsetVariableError,
 } from "../../lib/config/expand.ts";
 
-const ctx = (env: Record<string, string | undefined>, uid = 1000) => ({
-  env,
-  uid,
-});
+const ctx = (env: Record<string, string | undefined>) => ({ env });
 
 function unsetVariable(name: string) {
   return (error: unknown) => {
@@ -87,13 +84,13 @@ Deno.test("expandVariables: a relative XDG value is ignored, as the spec says", 
 
 Deno.test("expandVariables: XDG_RUNTIME_DIR falls back to sherlock's runtime folder in the state folder", () => {
   assert.equal(
-    expandVariables("${XDG_RUNTIME_DIR}", ctx({ HOME: "/home/op" }, 1234)),
+    expandVariables("${XDG_RUNTIME_DIR}", ctx({ HOME: "/home/op" })),
     "/home/op/.local/state/sherlock/run",
   );
   assert.equal(
     expandVariables(
       "${XDG_RUNTIME_DIR}",
-      ctx({ XDG_STATE_HOME: "/s", TMPDIR: "/var/tmp" }, 7),
+      ctx({ XDG_STATE_HOME: "/s", TMPDIR: "/var/tmp" }),
     ),
     "/s/sherlock/run",
   );

@@ -183,10 +183,7 @@ Deno.test("buildArgs: does not mutate the profile's prefix or suffix", () => {
   });
 });
 
-const context = (env: Record<string, string | undefined>) => ({
-  env,
-  uid: 1000,
-});
+const context = (env: Record<string, string | undefined>) => ({ env });
 
 Deno.test("buildEnv: the operator's environment passes through unchanged", () => {
   const result = buildEnv({

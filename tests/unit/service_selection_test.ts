@@ -236,7 +236,7 @@ const PLAN: PlanSessionOptions = {
   services: ALL,
   settings: DEFAULT_SETTINGS,
   userArgs: [],
-  context: { env: { HOME: "/home/me" }, uid: 1000 },
+  context: { env: { HOME: "/home/me" } },
   session: "0123456789ab",
   runtimeDir: "/run/user/1000/sherlock",
   socket: "/run/user/1000/sherlock/broker.sock",

@@ -17,6 +17,7 @@
  */
 
 import { NoPermissionError, UsageError } from "../errors.ts";
+import { parseInternalArguments } from "./internal_arguments.ts";
 import { HEADER_NAME_PATTERN } from "../config/names.ts";
 import {
   BRIDGE_TOKEN_FORMAT,
@@ -129,56 +130,36 @@ export async function brokerToken(
   return { token, expiresAt: Number.isNaN(expires) ? null : expires };
 }
 
-const VALUE_OPTIONS = [
-  "--socket",
-  "--session",
-  "--agent",
-  "--url",
-  "--transport",
-  "--header",
-  "--token-header",
-  "--token-format",
-];
-
 /** Parses the bridge's argv. Throws {@linkcode UsageError}. */
 export function parseBridgeArguments(args: readonly string[]): BridgeOptions {
-  const options = new Map<string, string>();
+  const parsed = parseInternalArguments(args, {
+    command: "bridge",
+    options: [
+      "--socket",
+      "--session",
+      "--agent",
+      "--url",
+      "--transport",
+      "--token-header",
+      "--token-format",
+    ],
+    repeatable: ["--header"],
+    positional: "service name",
+  });
+  const { values: options, required } = parsed;
   const headers: Record<string, string> = {};
-  const positional: string[] = [];
-  for (let index = 0; index < args.length; index++) {
-    const arg = args[index];
-    if (VALUE_OPTIONS.includes(arg)) {
-      const value = args[index + 1];
-      if (value === undefined) {
-        throw new UsageError(`bridge: ${arg} needs a value`);
-      }
-      index++;
-      if (arg === "--header") {
-        const [name, headerValue] = splitHeader(value);
-        headers[name] = headerValue;
-      } else options.set(arg, value);
-    } else if (arg.startsWith("-")) {
-      throw new UsageError(`bridge: unknown option ${arg}`);
-    } else positional.push(arg);
+  for (const text of parsed.repeated.get("--header") ?? []) {
+    const [name, headerValue] = splitHeader(text);
+    headers[name] = headerValue;
   }
-  if (positional.length !== 1) {
-    throw new UsageError(
-      "bridge needs exactly one service name; see sherlock bridge --help",
-    );
-  }
-  const required = (name: string): string => {
-    const value = options.get(name);
-    if (value === undefined) throw new UsageError(`bridge needs ${name}`);
-    return value;
-  };
   const url = required("--url");
-  let parsed: URL;
+  let target: URL;
   try {
-    parsed = new URL(url);
+    target = new URL(url);
   } catch {
     throw new UsageError(`bridge: --url is not a URL`);
   }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+  if (target.protocol !== "http:" && target.protocol !== "https:") {
     throw new UsageError("bridge: --url must be an http: or https: URL");
   }
   const transport = options.get("--transport") ?? "http";
@@ -211,7 +192,7 @@ export function parseBridgeArguments(args: readonly string[]): BridgeOptions {
     headers,
     tokenHeader,
     tokenFormat,
-    service: positional[0],
+    service: parsed.name,
   };
 }
 

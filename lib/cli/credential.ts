@@ -11,8 +11,9 @@
  */
 
 import { fetchToken } from "../broker/client.ts";
-import { NoPermissionError, UsageError } from "../errors.ts";
+import { NoPermissionError } from "../errors.ts";
 import { CAPABILITY_ENV } from "../render/servers.ts";
+import { parseInternalArguments } from "./internal_arguments.ts";
 
 /** Fetches the credential and prints it; returns 0. */
 export async function credentialCommand(
@@ -34,27 +35,14 @@ export async function credentialCommand(
   return 0;
 }
 
-/** Parses `--socket PATH NAME`. Throws {@linkcode UsageError}. */
+/** Parses `--socket PATH NAME`; throws a usage error (exit 2) otherwise. */
 export function parseCredentialArguments(
   args: readonly string[],
 ): { socket: string; name: string } {
-  let socket: string | undefined;
-  const positional: string[] = [];
-  for (let index = 0; index < args.length; index++) {
-    const arg = args[index];
-    if (arg === "--socket") {
-      socket = args[++index];
-      if (socket === undefined) {
-        throw new UsageError("credential: --socket needs a value");
-      }
-    } else if (arg.startsWith("-")) {
-      throw new UsageError(`credential: unknown option ${arg}`);
-    } else positional.push(arg);
-  }
-  if (socket === undefined || positional.length !== 1) {
-    throw new UsageError(
-      "credential needs --socket PATH and one credential name; see sherlock credential --help",
-    );
-  }
-  return { socket, name: positional[0] };
+  const parsed = parseInternalArguments(args, {
+    command: "credential",
+    options: ["--socket"],
+    positional: "credential name",
+  });
+  return { socket: parsed.required("--socket"), name: parsed.name };
 }

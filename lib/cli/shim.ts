@@ -17,6 +17,7 @@
  */
 
 import { NoPermissionError, UsageError } from "../errors.ts";
+import { parseInternalArguments } from "./internal_arguments.ts";
 import { runShim, type ShimOptions } from "../launch/shim.ts";
 import { CAPABILITY_ENV } from "../render/servers.ts";
 
@@ -47,37 +48,19 @@ export function parseShimArguments(
       "shim needs -- followed by the server's command; see sherlock shim --help",
     );
   }
-  const options = new Map<string, string>();
-  const positional: string[] = [];
-  const known = [
-    "--socket",
-    "--session",
-    "--agent",
-    "--token-env",
-    "--token-format",
-  ];
-  for (let index = 0; index < separator; index++) {
-    const arg = args[index];
-    if (known.includes(arg)) {
-      const value = args[index + 1];
-      if (value === undefined || index + 1 >= separator) {
-        throw new UsageError(`shim: ${arg} needs a value`);
-      }
-      options.set(arg, value);
-      index++;
-    } else if (arg.startsWith("-")) {
-      throw new UsageError(`shim: unknown option ${arg}`);
-    } else positional.push(arg);
-  }
-  if (positional.length !== 1) {
-    throw new UsageError("shim needs exactly one service name");
-  }
-  const required = (name: string): string => {
-    const value = options.get(name);
-    if (value === undefined) throw new UsageError(`shim needs ${name}`);
-    return value;
-  };
-  const tokenFormat = options.get("--token-format") ?? "{token}";
+  const parsed = parseInternalArguments(args.slice(0, separator), {
+    command: "shim",
+    options: [
+      "--socket",
+      "--session",
+      "--agent",
+      "--token-env",
+      "--token-format",
+    ],
+    positional: "service name",
+  });
+  const { required } = parsed;
+  const tokenFormat = parsed.values.get("--token-format") ?? "{token}";
   if (!tokenFormat.includes("{token}")) {
     throw new UsageError("shim: --token-format must contain {token}");
   }
@@ -87,7 +70,7 @@ export function parseShimArguments(
     agent: required("--agent"),
     tokenEnv: required("--token-env"),
     tokenFormat,
-    service: positional[0],
+    service: parsed.name,
     command: args.slice(separator + 1),
   };
 }

@@ -170,23 +170,13 @@ export const profileSchema = z.strictObject({
   // A credential's variable holds what the broker gave: [env] setting it,
   // or [forbid] removing it, would be two answers for one variable.
   for (const variable of Object.keys(profile.credentials ?? {})) {
-    if (Object.hasOwn(profile.env, variable)) {
-      context.addIssue({
-        code: "custom",
-        path: ["env", variable],
-        message:
-          "is also in [credentials], which sets it from the broker; remove one",
-      });
-    }
-    const index = profile.forbid.env.indexOf(variable);
-    if (index !== -1) {
-      context.addIssue({
-        code: "custom",
-        path: ["forbid", "env", index],
-        message:
-          `${variable} is in [credentials]: its shell copy is removed anyway, the broker's set; remove it here`,
-      });
-    }
+    refuseOtherAnswers(profile, context, {
+      variable,
+      env:
+        "is also in [credentials], which sets it from the broker; remove one",
+      forbid:
+        `${variable} is in [credentials]: its shell copy is removed anyway, the broker's set; remove it here`,
+    });
     if (profile.mcp.mode === "env-var" && profile.mcp.var === variable) {
       context.addIssue({
         code: "custom",
@@ -198,25 +188,41 @@ export const profileSchema = z.strictObject({
   // In env-var mode the variable carries the config's path: a profile that
   // also sets or forbids it would start the agent without its config.
   const variable = profile.mcp.mode === "env-var" ? profile.mcp.var : undefined;
-  if (variable === undefined) return;
-  if (Object.hasOwn(profile.env, variable)) {
-    context.addIssue({
-      code: "custom",
-      path: ["env", variable],
-      message:
-        "is [mcp] var, which sherlock sets to the config's path; remove it",
-    });
-  }
-  const index = profile.forbid.env.indexOf(variable);
-  if (index !== -1) {
-    context.addIssue({
-      code: "custom",
-      path: ["forbid", "env", index],
-      message:
+  if (variable !== undefined) {
+    refuseOtherAnswers(profile, context, {
+      variable,
+      env: "is [mcp] var, which sherlock sets to the config's path; remove it",
+      forbid:
         `${variable} is [mcp] var, which carries the config's path; remove it`,
     });
   }
 });
+
+/**
+ * Reports `[env]` setting, or `[forbid]` removing, a variable that sherlock
+ * itself sets: one message for each table.
+ */
+function refuseOtherAnswers(
+  profile: { env: Record<string, string>; forbid: { env: string[] } },
+  context: z.RefinementCtx,
+  claim: { variable: string; env: string; forbid: string },
+): void {
+  if (Object.hasOwn(profile.env, claim.variable)) {
+    context.addIssue({
+      code: "custom",
+      path: ["env", claim.variable],
+      message: claim.env,
+    });
+  }
+  const index = profile.forbid.env.indexOf(claim.variable);
+  if (index !== -1) {
+    context.addIssue({
+      code: "custom",
+      path: ["forbid", "env", index],
+      message: claim.forbid,
+    });
+  }
+}
 
 /** A validated, normalized agent profile. */
 export type Profile = z.output<typeof profileSchema>;

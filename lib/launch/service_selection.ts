@@ -8,7 +8,7 @@
  * @module
  */
 
-import { UsageError } from "../errors.ts";
+import { ConfigError, UsageError } from "../errors.ts";
 import { didYouMean } from "../config/suggestion.ts";
 import type { LoadedProfile } from "../profiles/loader.ts";
 import type { Service } from "../services/loader.ts";
@@ -76,8 +76,10 @@ export interface SelectServicesOptions {
  * takes from every service (from none when config.toml says `[services]
  * default = "none"`); then `--no-service` takes away; last a service whose
  * `[service] agents` does not name the agent is out whatever named it.
- * Throws {@linkcode UsageError} (exit 2) for a name that is no service and
- * for `--service` with `--no-service`.
+ * Throws {@linkcode UsageError} (exit 2) for a flag naming no service and
+ * for `--service` with `--no-service`; {@linkcode ConfigError} (exit 78)
+ * for the profile's `include` or `exclude` naming none (the file is wrong,
+ * not the command line).
  */
 export function selectServices(
   options: SelectServicesOptions,
@@ -92,15 +94,27 @@ export function selectServices(
       "--service and --no-service cannot be combined: --service names the whole set; use one of them",
     );
   }
-  for (const name of flags.only) requireKnown(name, known, "--service");
-  for (const name of flags.without) requireKnown(name, known, "--no-service");
+  for (const name of flags.only) {
+    requireKnown(name, { known, where: "--service", error: UsageError });
+  }
+  for (const name of flags.without) {
+    requireKnown(name, { known, where: "--no-service", error: UsageError });
+  }
   const { include, exclude } = profile.profile.services ?? {};
   const where = `${profile.path}: services`;
   for (const name of include ?? []) {
-    requireKnown(name, known, `${where}.include`);
+    requireKnown(name, {
+      known,
+      where: `${where}.include`,
+      error: ConfigError,
+    });
   }
   for (const name of exclude ?? []) {
-    requireKnown(name, known, `${where}.exclude`);
+    requireKnown(name, {
+      known,
+      where: `${where}.exclude`,
+      error: ConfigError,
+    });
   }
   const selected: Service[] = [];
   const excluded: ExcludedService[] = [];
@@ -171,9 +185,17 @@ function exclusionByName(
   return undefined;
 }
 
-function requireKnown(name: string, known: readonly string[], where: string) {
+function requireKnown(
+  name: string,
+  context: {
+    known: readonly string[];
+    where: string;
+    error: typeof UsageError | typeof ConfigError;
+  },
+) {
+  const { known, where } = context;
   if (known.includes(name)) return;
-  throw new UsageError(
+  throw new context.error(
     `${where}: no service named "${name}"${
       didYouMean(name, known)
     }; run "sherlock services" to list them`,

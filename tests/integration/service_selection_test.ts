@@ -154,7 +154,7 @@ Deno.test("an unknown name is a usage error (2) with the closest name; the agent
   const inProfile = await runSherlock(["--dry-run", "fake"], {
     env: home.env,
   });
-  assert.equal(inProfile.code, 2);
+  assert.equal(inProfile.code, 78, "the profile is wrong, not the command");
   assert.deepEqual(lines(inProfile.stderr), [
     `sherlock: ${profile}: services.include: no service named "gama" (did you mean gamma?); run "sherlock services" to list them`,
   ]);

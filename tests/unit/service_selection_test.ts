@@ -12,7 +12,12 @@ import {
 } from "../../lib/launch/service_selection.ts";
 import { planSession, type PlanSessionOptions } from "../../lib/launch/plan.ts";
 import { DEFAULT_SETTINGS } from "../../lib/config/settings.ts";
-import { ConfigError, ExitCode, UsageError } from "../../lib/errors.ts";
+import {
+  ConfigError,
+  ExitCode,
+  SherlockError,
+  UsageError,
+} from "../../lib/errors.ts";
 import type { Profile } from "../../lib/profiles/schema.ts";
 import { loadedProfile } from "../helpers/profiles.ts";
 import { docs, github, plain, service } from "../helpers/services.ts";
@@ -167,30 +172,34 @@ Deno.test("selectServices: a service named explicitly that its agents key refuse
   }
 });
 
-Deno.test("selectServices: an unknown name is a usage error with the closest name", () => {
-  const cases: [Options, string][] = [
+Deno.test("selectServices: an unknown name gets the closest one; usage error in a flag, config error in the profile", () => {
+  const cases: [Options, string, number][] = [
     [
       { flags: { only: ["gihtub"], without: [] } },
       `--service: no service named "gihtub" (did you mean github?); run "sherlock services" to list them`,
+      ExitCode.Usage,
     ],
     [
       { flags: { only: [], without: ["zzz"] } },
       `--no-service: no service named "zzz"; run "sherlock services" to list them`,
+      ExitCode.Usage,
     ],
     [
       { inProfile: { include: ["dcos"] } },
       `/cfg/sherlock/agents.d/fake.toml: services.include: no service named "dcos" (did you mean docs?); run "sherlock services" to list them`,
+      ExitCode.Config,
     ],
     [
       { inProfile: { exclude: ["plan"] } },
       `/cfg/sherlock/agents.d/fake.toml: services.exclude: no service named "plan" (did you mean plain?); run "sherlock services" to list them`,
+      ExitCode.Config,
     ],
   ];
-  for (const [more, message] of cases) {
+  for (const [more, message, exitCode] of cases) {
     assert.throws(
       () => selectServices(options(more)),
       (error: unknown) =>
-        error instanceof UsageError && error.exitCode === ExitCode.Usage &&
+        error instanceof SherlockError && error.exitCode === exitCode &&
         error.message === message,
     );
   }

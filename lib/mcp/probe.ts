@@ -65,8 +65,9 @@ export type ProbeResult =
     steps: ProbeStep[];
     /**
      * The last lines the server wrote on stderr (stdio entries), with the
-     * entry's env and header values replaced by `[redacted]` and control
-     * characters escaped: a server that prints its token shows no token.
+     * entry's env and header values, and every run that looks like a
+     * token, replaced by `[redacted]` and control characters escaped: a
+     * server that prints its token shows no token.
      */
     stderrTail: string[];
   };
@@ -273,6 +274,14 @@ function entryValues(entry: ServerEntry): string[] {
     .sort((a, b) => b.length - a.length);
 }
 
+/**
+ * A run that may be a token: 24 or more characters of base64url, base64,
+ * dots or hex (API keys, JWTs), redacted when it mixes letters and digits.
+ * A path's parts, split by `/`, are mostly shorter; a hash or UUID in the
+ * tail is redacted too, the price of catching tokens nobody named.
+ */
+const TOKEN_SHAPED = /[A-Za-z0-9_\-.~+=]{24,}/g;
+
 /** The last lines a server wrote on stderr, bounded in memory. */
 class StderrTail {
   #text = "";
@@ -295,6 +304,12 @@ class StderrTail {
     for (const value of this.#hidden) {
       text = text.replaceAll(value, "[redacted]");
     }
+    // A token the shim or the bridge fetched is in no value of the entry,
+    // nor in this process: what looks like one goes too.
+    text = text.replace(
+      TOKEN_SHAPED,
+      (run) => /[0-9]/.test(run) && /[A-Za-z]/.test(run) ? "[redacted]" : run,
+    );
     return text.split("\n").map((line) => printable(line.trimEnd()))
       .filter((line) => line !== "").slice(-STDERR_TAIL_LINES);
   }

@@ -33,7 +33,13 @@ const BROKEN_SERVER = fileURLToPath(
 
 /** A stdio service that runs `script args…` with Deno. */
 function denoService(
-  options: { name: string; script: string; args: string[]; tokenEnv?: string },
+  options: {
+    name: string;
+    script: string;
+    args: string[];
+    tokenEnv?: string;
+    delivery?: "inline" | "shim";
+  },
 ): string {
   const lines = [
     "[service]",
@@ -58,6 +64,7 @@ function denoService(
       'source = "secret"',
       `env = ${JSON.stringify(options.tokenEnv)}`,
     );
+    if (options.delivery) lines.push(`delivery = "${options.delivery}"`);
   }
   return lines.join("\n") + "\n";
 }
@@ -259,27 +266,40 @@ Deno.test("services test: a server that crashes at start: its stderr tail, one l
   assert.equal(home.daemonPids().length, 0, "no token: no broker");
 });
 
-Deno.test("services test: a crashing server that prints its token: the tail shows neither the token nor raw escape sequences", async () => {
+Deno.test("services test: a crashing server that prints its token: the tail shows neither the token nor raw escape sequences", async (t) => {
   await using home = await createBrokerHome();
   const token = `svc_${crypto.randomUUID().replaceAll("-", "")}`;
-  home.writeService(
-    "leaky",
-    denoService({
-      name: "leaky",
-      script: BROKEN_SERVER,
-      args: ["leak", "LEAKY_TOKEN"],
-      tokenEnv: "LEAKY_TOKEN",
-    }),
-  );
   await home.login();
-  const set = await home.sherlock(["secret", "set", "leaky"], { stdin: token });
-  assert.equal(set.code, 0, set.stderr);
-  const result = await home.sherlock(["services", "test", "leaky"]);
-  assert.equal(result.code, 69, result.stderr);
-  assert.match(result.stdout, /\| \\x1b\[31mcannot log in with \[redacted\]\n/);
-  for (const output of [result.stdout, result.stderr]) {
-    assert.equal(output.includes(token), false, "the token is shown");
-    assert.equal(output.includes("\x1b"), false, "a raw escape is shown");
+  // Inline, the token is a value of the entry; through the shim, it is in
+  // no value sherlock sees, and only its shape gives it away.
+  for (const delivery of ["inline", "shim"] as const) {
+    await t.step(delivery, async () => {
+      const name = `leaky-${delivery}`;
+      home.writeService(
+        name,
+        denoService({
+          name,
+          script: BROKEN_SERVER,
+          args: ["leak", "LEAKY_TOKEN"],
+          tokenEnv: "LEAKY_TOKEN",
+          delivery,
+        }),
+      );
+      const set = await home.sherlock(["secret", "set", name], {
+        stdin: token,
+      });
+      assert.equal(set.code, 0, set.stderr);
+      const result = await home.sherlock(["services", "test", name]);
+      assert.equal(result.code, 69, result.stderr);
+      assert.match(
+        result.stdout,
+        /\| \\x1b\[31mcannot log in with \[redacted\]\n/,
+      );
+      for (const output of [result.stdout, result.stderr]) {
+        assert.equal(output.includes(token), false, "the token is shown");
+        assert.equal(output.includes("\x1b"), false, "a raw escape is shown");
+      }
+    });
   }
 });
 

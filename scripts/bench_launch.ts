@@ -1,7 +1,8 @@
 /**
  * `deno task bench`: the wall and CPU time of `sherlock run trivial` (from
  * source, agent `/bin/true`, 0, 1 and 10 services, warm and cold validation
- * cache) against the floor, a Deno script that only spawns the same agent.
+ * cache) against the floor, a Deno script that only spawns the same agent,
+ * and one Tab of the shell completion (`completions --complete`).
  * Throwaway HOME, XDG folders and DENO_DIR; the variants interleaved so that
  * a shared machine's noise spreads over all of them. docs/BENCHMARKS.md
  * details the cases and keeps the figures; `--help` the options.
@@ -283,6 +284,13 @@ function variants(options: BenchOptions, sandbox: Sandbox): Variant[] {
         ),
     });
   }
+  // A Tab after `sherlock --service ` runs this once: it reads services.d.
+  const complete = ["completions", "--complete", "--", "--service", ""];
+  result.push({
+    name: "complete --service 10",
+    argv: [deno, "run", "--allow-all", main, ...complete],
+    env: sandbox.envs.get("10")!,
+  });
   if (options.baseline) {
     const baselineMain = join(options.baseline, "main.ts");
     for (const count of SERVICE_COUNTS) {
@@ -310,6 +318,11 @@ function variants(options: BenchOptions, sandbox: Sandbox): Variant[] {
         env: sandbox.envs.get(`${count}`)!,
       });
     }
+    result.push({
+      name: "compiled complete --service 10",
+      argv: [options.bin, ...complete],
+      env: sandbox.envs.get("10")!,
+    });
   }
   return result;
 }
@@ -414,6 +427,13 @@ export function report(
     );
   }
   lines.push(
+    row(
+      "one Tab: completions --complete -- --service '' (10 services)",
+      "complete --service 10",
+      "project floor",
+    ),
+  );
+  lines.push(
     "",
     "Cold validation cache (the profile changed since the last run, so it is",
     "revalidated and zod is imported) against warm:",
@@ -469,6 +489,13 @@ export function report(
         ),
       );
     }
+    lines.push(
+      row(
+        "compiled, one Tab of completion (10 services)",
+        "compiled complete --service 10",
+        "compiled floor",
+      ),
+    );
   }
   return lines.join("\n");
 }

@@ -6,6 +6,11 @@
  * file, as the built-in profile says). docs/agent_clis.md explains each
  * choice; keep the two in step.
  *
+ * Six of them also have a tool-calling recipe (`<agent>CallingTool`, a
+ * {@linkcode ToolCallingAgent}): what makes that CLI answer one prompt with
+ * a call of an MCP tool, its model a scripted endpoint on loopback; one
+ * builder, {@linkcode callingToolRecipe}, turns each into a recipe.
+ *
  * @module
  */
 
@@ -13,6 +18,11 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { TestHome } from "../helpers/home.ts";
 import { type CliKey, PERSISTENT_CACHES, testServer } from "./harness.ts";
+import { startScriptedAnthropic } from "./fixtures/scripted_anthropic.ts";
+import { startScriptedChatCompletions } from "./fixtures/scripted_chat_completions.ts";
+import { startScriptedGemini } from "./fixtures/scripted_gemini.ts";
+import type { ModelScript, ScriptedModel } from "./fixtures/scripted_model.ts";
+import { startScriptedResponses } from "./fixtures/scripted_responses.ts";
 
 /**
  * A model API address that refuses connections, so that no CLI reaches the
@@ -63,6 +73,75 @@ export interface AgentRecipe {
   endsByItself: boolean;
 }
 
+/** One tool of one MCP server. */
+export interface McpTool {
+  /** The server's name (the sherlock service's). */
+  server: string;
+  /** The tool's name on that server. */
+  tool: string;
+}
+
+/** What a tool-calling recipe is made for: the tool, and the model's URL. */
+export interface ToolCall extends McpTool {
+  /** The base URL of the scripted model endpoint (its `url`). */
+  modelUrl: string;
+}
+
+/**
+ * How a real CLI answers one prompt with a call of one MCP tool, when its
+ * model is a scripted endpoint on loopback (tests/e2e/fixtures/scripted_*.ts:
+ * it calls the tool, then answers a final text once the tool's result came
+ * back; the real model APIs cannot be reached here). Only what differs from
+ * CLI to CLI; {@linkcode callingToolRecipe} makes the runnable recipe.
+ */
+export interface ToolCallingAgent {
+  /** The agent's listing recipe, which this one changes (env, seed, …). */
+  base: AgentRecipe;
+  /** Starts the scripted endpoint of the model API the CLI speaks. */
+  startModel(script: ModelScript): ScriptedModel;
+  /** The name the CLI gives the tool in what it offers the model. */
+  toolName(tool: McpTool): string;
+  /**
+   * Its arguments after `sherlock <agent>`: the prompt, the model at
+   * `call.modelUrl`, and whatever lets it run the call without asking.
+   */
+  args(call: ToolCall): string[];
+  /** Variables it needs on top of the base recipe's. */
+  env?(call: ToolCall): Record<string, string>;
+  /** Writes the operator's files it needs, instead of the base's seed. */
+  seed?(home: TestHome, call: ToolCall): Promise<string[]>;
+  /**
+   * How the tool's text shows in the results the CLI sends the model:
+   * `alone`, the only text; `among`, one of its texts, to the letter;
+   * `inside`, within one of its texts (the CLI wraps it).
+   */
+  toolResult: "alone" | "among" | "inside";
+}
+
+/** The prompt of every tool-calling recipe (the scripted model ignores it). */
+const CALL_PROMPT = "Call the tool you were given.";
+
+/**
+ * The recipe that runs `agent` for `call`: its base recipe with the
+ * tool-calling arguments, variables and seed. The CLI exits by itself
+ * after the final answer, and starts no server but sherlock's.
+ */
+export function callingToolRecipe(
+  agent: ToolCallingAgent,
+  call: ToolCall,
+): AgentRecipe {
+  const { base, seed } = agent;
+  return {
+    ...base,
+    args: agent.args(call),
+    env: (home) => ({ ...base.env(home), ...agent.env?.(call) }),
+    seed: seed ? (home) => seed(home, call) : base.seed,
+    otherServers: [],
+    awaitExit: true,
+    endsByItself: true,
+  };
+}
+
 /**
  * GitHub Copilot CLI: sherlock adds `--additional-mcp-config @<file>`.
  * Offline mode with a BYOK provider at a closed port skips GitHub login;
@@ -87,24 +166,19 @@ export const copilot: AgentRecipe = {
 };
 
 /**
- * Copilot answering one prompt with a call of a remote tool: its BYOK
- * provider at `modelUrl`, a scripted Chat Completions endpoint on loopback
- * (tests/e2e/fixtures/scripted_chat_completions.ts; `completions` is the
- * provider's default wire API). `--allow-all-tools` (the base recipe's) runs
- * the call without asking; `-p` exits by itself after the final answer.
+ * Copilot calling a tool: its BYOK provider at the scripted Chat
+ * Completions endpoint (`completions` is the provider's default wire API).
+ * `--allow-all-tools` runs the call without asking; `-p` exits by itself
+ * after the final answer. It names an MCP tool `<server>-<tool>`.
  */
-export function copilotCallingTool(options: { modelUrl: string }): AgentRecipe {
-  return {
-    ...copilot,
-    args: ["-p", "Call the tool you were given.", "--allow-all-tools"],
-    env: (home) => ({
-      ...copilot.env(home),
-      COPILOT_PROVIDER_BASE_URL: options.modelUrl,
-    }),
-    awaitExit: true,
-    endsByItself: true,
-  };
-}
+export const copilotCallingTool: ToolCallingAgent = {
+  base: copilot,
+  startModel: startScriptedChatCompletions,
+  toolName: ({ server, tool }) => `${server}-${tool}`,
+  args: () => ["-p", CALL_PROMPT, "--allow-all-tools"],
+  env: ({ modelUrl }) => ({ COPILOT_PROVIDER_BASE_URL: modelUrl }),
+  toolResult: "inside",
+};
 
 /**
  * Claude Code: sherlock adds `--mcp-config=<file>` (joined: the option is
@@ -126,33 +200,29 @@ export const claude: AgentRecipe = {
 };
 
 /**
- * Claude Code answering one prompt with a call of `tool` (its MCP name,
- * `mcp__<server>__<tool>`), allowed by `--allowedTools`: the Anthropic API
- * at `modelUrl`, a scripted endpoint on loopback
- * (tests/e2e/fixtures/scripted_anthropic.ts). Tool search is off, else the
- * MCP tools wait behind its `ToolSearch` tool and the first request offers
- * only a placeholder. Print mode exits by itself after the final answer.
+ * Claude Code calling a tool: the Anthropic API at the scripted Messages
+ * endpoint; the tool allowed by `--allowedTools` under its MCP name,
+ * `mcp__<server>__<tool>`. Tool search is off, else the MCP tools wait
+ * behind its `ToolSearch` tool and the first request offers only a
+ * placeholder. Print mode exits by itself after the final answer. The
+ * tool's text comes back to the model as the result's only text.
  */
-export function claudeCallingTool(
-  options: { modelUrl: string; tool: string },
-): AgentRecipe {
-  return {
-    ...claude,
-    args: [
-      "-p",
-      "Call the tool you were given.",
-      "--strict-mcp-config",
-      `--allowedTools=${options.tool}`,
-    ],
-    env: (home) => ({
-      ...claude.env(home),
-      ANTHROPIC_BASE_URL: options.modelUrl,
-      ENABLE_TOOL_SEARCH: "false",
-    }),
-    awaitExit: true,
-    endsByItself: true,
-  };
-}
+export const claudeCallingTool: ToolCallingAgent = {
+  base: claude,
+  startModel: startScriptedAnthropic,
+  toolName: ({ server, tool }) => `mcp__${server}__${tool}`,
+  args: (call) => [
+    "-p",
+    CALL_PROMPT,
+    "--strict-mcp-config",
+    `--allowedTools=${claudeCallingTool.toolName(call)}`,
+  ],
+  env: ({ modelUrl }) => ({
+    ANTHROPIC_BASE_URL: modelUrl,
+    ENABLE_TOOL_SEARCH: "false",
+  }),
+  toolResult: "alone",
+};
 
 /** A TOML basic string (Codex's `-c` values are TOML). */
 function tomlString(text: string): string {
@@ -196,33 +266,30 @@ export const codex: AgentRecipe = {
 };
 
 /**
- * Codex answering one prompt with a call of `tool` of MCP server `server`:
- * the Responses API at `modelUrl`, a scripted endpoint on loopback
- * (tests/e2e/fixtures/scripted_responses.ts). A model name its catalog does
- * not know, else the default model's tools are JavaScript-only ("code
- * mode": MCP tools only inside its `exec` tool); the tool's
- * `approval_mode = "approve"`, else `exec` refuses MCP calls ("requires
- * approval, but approval policy is never"). `exec` exits by itself after
- * the final answer.
+ * Codex calling a tool: the Responses API at the scripted endpoint. A
+ * model name its catalog does not know, else the default model's tools are
+ * JavaScript-only ("code mode": MCP tools only inside its `exec` tool); the
+ * tool's `approval_mode = "approve"`, else `exec` refuses MCP calls
+ * ("requires approval, but approval policy is never"). `exec` exits by
+ * itself after the final answer. It offers a server's tools in the
+ * namespace `mcp__<server>`, and sends back a wall-time line, then the
+ * tool's text.
  */
-export function codexCallingTool(
-  options: { modelUrl: string; server: string; tool: string },
-): AgentRecipe {
-  const { server, tool } = options;
-  return {
-    ...codex,
-    args: codexExec({
-      modelUrl: options.modelUrl,
+export const codexCallingTool: ToolCallingAgent = {
+  base: codex,
+  startModel: startScriptedResponses,
+  toolName: ({ server, tool }) => `mcp__${server}.${tool}`,
+  args: ({ modelUrl, server, tool }) =>
+    codexExec({
+      modelUrl,
       more: [
         'model="e2e-model"',
         `mcp_servers.${server}.tools.${tool}.approval_mode="approve"`,
       ],
-      prompt: "Call the tool you were given.",
+      prompt: CALL_PROMPT,
     }),
-    awaitExit: true,
-    endsByItself: true,
-  };
-}
+  toolResult: "among",
+};
 
 /**
  * What the tests put in the throwaway `~/.gemini/settings.json` before
@@ -283,39 +350,45 @@ export const gemini: AgentRecipe = {
 };
 
 /**
- * Gemini CLI answering one prompt with a call of a tool of MCP server
- * `server`: API-key auth at `modelUrl`, a scripted Gemini API endpoint on
- * loopback (tests/e2e/fixtures/scripted_gemini.ts). The seed is the base
- * recipe's (the operator's settings, with their own server);
- * `--allowed-mcp-server-names` keeps that server's same-named tool out of
- * the model's list, and `--approval-mode yolo` runs the call in `-p`
- * without asking. A model named with `-m` skips its model router, whose
- * classifier request wants a JSON verdict and retries a plain text for
- * over a minute. `-p` exits by itself after the final answer.
+ * Gemini CLI calling a tool: API-key auth at the scripted Gemini API
+ * endpoint. The seed is the base recipe's (the operator's settings, with
+ * their own server); `--allowed-mcp-server-names` keeps that server's
+ * same-named tool out of the model's list, and `--approval-mode yolo` runs
+ * the call in `-p` without asking. A model named with `-m` skips its model
+ * router, whose classifier request wants a JSON verdict and retries a
+ * plain text for over a minute. `-p` exits by itself after the final
+ * answer. It names an MCP tool `mcp_<server>_<tool>`.
  */
-export function geminiCallingTool(
-  options: { modelUrl: string; server: string },
-): AgentRecipe {
-  return {
-    ...gemini,
-    args: [
-      "-p",
-      "Call the tool you were given.",
-      "-m",
-      "e2e-model",
-      "--allowed-mcp-server-names",
-      options.server,
-      "--approval-mode",
-      "yolo",
-    ],
-    env: (home) => ({
-      ...gemini.env(home),
-      GOOGLE_GEMINI_BASE_URL: options.modelUrl,
-    }),
-    otherServers: [],
-    awaitExit: true,
-    endsByItself: true,
-  };
+export const geminiCallingTool: ToolCallingAgent = {
+  base: gemini,
+  startModel: startScriptedGemini,
+  toolName: ({ server, tool }) => `mcp_${server}_${tool}`,
+  args: ({ server }) => [
+    "-p",
+    CALL_PROMPT,
+    "-m",
+    "e2e-model",
+    "--allowed-mcp-server-names",
+    server,
+    "--approval-mode",
+    "yolo",
+  ],
+  env: ({ modelUrl }) => ({ GOOGLE_GEMINI_BASE_URL: modelUrl }),
+  toolResult: "inside",
+};
+
+/** Qwen Code's arguments for the OpenAI auth type at `baseUrl`. */
+function qwenModel(baseUrl: string): string[] {
+  return [
+    "--auth-type",
+    "openai",
+    "--openai-api-key",
+    "e2e-dummy",
+    "--openai-base-url",
+    baseUrl,
+    "-m",
+    "e2e-model",
+  ];
 }
 
 /**
@@ -328,66 +401,45 @@ export const qwen: AgentRecipe = {
   cli: "qwen",
   clientName: "qwen-cli-mcp-client-probe",
   clientVersion: "0.0.1",
-  args: [
-    "--auth-type",
-    "openai",
-    "--openai-api-key",
-    "e2e-dummy",
-    "--openai-base-url",
-    `${CLOSED_MODEL_URL}/v1`,
-    "-m",
-    "e2e-model",
-    "hi",
-  ],
+  args: [...qwenModel(`${CLOSED_MODEL_URL}/v1`), "hi"],
   env: () => ({}),
   shimForced: false,
   endsByItself: false,
 };
 
 /**
- * Qwen Code answering one prompt with a call of a tool of MCP server
- * `server`: the OpenAI auth type at `modelUrl`, a scripted Chat Completions
- * endpoint on loopback (tests/e2e/fixtures/scripted_chat_completions.ts);
- * `--allowed-mcp-server-names` keeps the operator's other servers out and
- * `--approval-mode yolo` lets the one-shot prompt run the call without
- * asking. Tool search is off in `~/.qwen/settings.json`
- * (`tools.toolSearch.enabled`), else MCP tools wait behind its
- * `tool_search`/`tool_call` pair and the model is never offered the tool
- * itself. The one-shot prompt exits by itself after the final answer.
+ * Qwen Code calling a tool: the OpenAI auth type at the scripted Chat
+ * Completions endpoint; `--allowed-mcp-server-names` keeps the operator's
+ * other servers out and `--approval-mode yolo` lets the one-shot prompt
+ * run the call without asking. Tool search is off in
+ * `~/.qwen/settings.json` (`tools.toolSearch.enabled`), else MCP tools wait
+ * behind its `tool_search`/`tool_call` pair and the model is never offered
+ * the tool itself. The one-shot prompt exits by itself after the final
+ * answer. It names an MCP tool `mcp__<server>__<tool>`.
  */
-export function qwenCallingTool(
-  options: { modelUrl: string; server: string },
-): AgentRecipe {
-  return {
-    ...qwen,
-    args: [
-      "--auth-type",
-      "openai",
-      "--openai-api-key",
-      "e2e-dummy",
-      "--openai-base-url",
-      options.modelUrl,
-      "-m",
-      "e2e-model",
-      "--allowed-mcp-server-names",
-      options.server,
-      "--approval-mode",
-      "yolo",
-      "Call the tool you were given.",
-    ],
-    async seed(home) {
-      const path = join(home.home, ".qwen", "settings.json");
-      await Deno.mkdir(join(home.home, ".qwen"), { mode: 0o700 });
-      await writeFile(
-        path,
-        JSON.stringify({ tools: { toolSearch: { enabled: false } } }),
-      );
-      return [path];
-    },
-    awaitExit: true,
-    endsByItself: true,
-  };
-}
+export const qwenCallingTool: ToolCallingAgent = {
+  base: qwen,
+  startModel: startScriptedChatCompletions,
+  toolName: ({ server, tool }) => `mcp__${server}__${tool}`,
+  args: ({ modelUrl, server }) => [
+    ...qwenModel(modelUrl),
+    "--allowed-mcp-server-names",
+    server,
+    "--approval-mode",
+    "yolo",
+    CALL_PROMPT,
+  ],
+  async seed(home) {
+    const path = join(home.home, ".qwen", "settings.json");
+    await Deno.mkdir(join(home.home, ".qwen"), { mode: 0o700 });
+    await writeFile(
+      path,
+      JSON.stringify({ tools: { toolSearch: { enabled: false } } }),
+    );
+    return [path];
+  },
+  toolResult: "inside",
+};
 
 /**
  * Amp: sherlock adds `--mcp-config <file>` (a bare `{name: entry}` map);
@@ -425,46 +477,42 @@ export const opencode: AgentRecipe = {
 };
 
 /**
- * opencode answering one prompt with a call of a remote tool: `opencode
- * run` with a provider of the operator's global config
- * (`~/.config/opencode/opencode.json`, beside sherlock's `OPENCODE_CONFIG`)
- * whose `baseURL` is `modelUrl`, a scripted Chat Completions endpoint on
- * loopback (tests/e2e/fixtures/scripted_chat_completions.ts). `run` first
- * installs the provider's package (`@ai-sdk/openai-compatible`) from the npm
- * registry into `~/.config/opencode/node_modules` (~30 s; the registry is
- * the one network this machine reaches), runs MCP tools without asking, and
- * exits by itself after the final answer.
+ * opencode calling a tool: `opencode run` with a provider of the
+ * operator's global config (`~/.config/opencode/opencode.json`, beside
+ * sherlock's `OPENCODE_CONFIG`) whose `baseURL` is the scripted Chat
+ * Completions endpoint. `run` first installs the provider's package
+ * (`@ai-sdk/openai-compatible`) from the npm registry into
+ * `~/.config/opencode/node_modules` (~30 s; the registry is the one network
+ * this machine reaches), runs MCP tools without asking, and exits by itself
+ * after the final answer. It names an MCP tool `<server>_<tool>`.
  */
-export function opencodeCallingTool(
-  options: { modelUrl: string },
-): AgentRecipe {
-  return {
-    ...opencode,
-    args: ["run", "-m", "e2e/e2e-model", "Call the tool you were given."],
-    async seed(home) {
-      const folder = join(home.home, ".config", "opencode");
-      await Deno.mkdir(folder, { recursive: true, mode: 0o700 });
-      const path = join(folder, "opencode.json");
-      await writeFile(
-        path,
-        JSON.stringify({
-          $schema: "https://opencode.ai/config.json",
-          provider: {
-            e2e: {
-              npm: "@ai-sdk/openai-compatible",
-              name: "e2e",
-              options: { baseURL: options.modelUrl, apiKey: "e2e-dummy" },
-              models: { "e2e-model": { name: "e2e-model", tool_call: true } },
-            },
+export const opencodeCallingTool: ToolCallingAgent = {
+  base: opencode,
+  startModel: startScriptedChatCompletions,
+  toolName: ({ server, tool }) => `${server}_${tool}`,
+  args: () => ["run", "-m", "e2e/e2e-model", CALL_PROMPT],
+  async seed(home, { modelUrl }) {
+    const folder = join(home.home, ".config", "opencode");
+    await Deno.mkdir(folder, { recursive: true, mode: 0o700 });
+    const path = join(folder, "opencode.json");
+    await writeFile(
+      path,
+      JSON.stringify({
+        $schema: "https://opencode.ai/config.json",
+        provider: {
+          e2e: {
+            npm: "@ai-sdk/openai-compatible",
+            name: "e2e",
+            options: { baseURL: modelUrl, apiKey: "e2e-dummy" },
+            models: { "e2e-model": { name: "e2e-model", tool_call: true } },
           },
-        }),
-      );
-      return [path];
-    },
-    awaitExit: true,
-    endsByItself: true,
-  };
-}
+        },
+      }),
+    );
+    return [path];
+  },
+  toolResult: "inside",
+};
 
 /**
  * The MCP Inspector CLI as an agent of the operator's (`agents.d`): sherlock

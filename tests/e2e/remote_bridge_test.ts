@@ -62,10 +62,6 @@ import {
   sha256,
   startRemoteMcpServer,
 } from "../fixtures/remote_mcp_server.ts";
-import { startScriptedAnthropic } from "./fixtures/scripted_anthropic.ts";
-import { startScriptedChatCompletions } from "./fixtures/scripted_chat_completions.ts";
-import { startScriptedGemini } from "./fixtures/scripted_gemini.ts";
-import { startScriptedResponses } from "./fixtures/scripted_responses.ts";
 import {
   CLI_PINS,
   delay,
@@ -78,6 +74,7 @@ import { watchProcesses } from "./process_watch.ts";
 import {
   type AgentRecipe,
   amp,
+  callingToolRecipe,
   claude,
   claudeCallingTool,
   codex,
@@ -87,6 +84,7 @@ import {
   geminiCallingTool,
   opencodeCallingTool,
   qwenCallingTool,
+  type ToolCallingAgent,
 } from "./recipes.ts";
 
 /** The remote service's name. */
@@ -372,6 +370,51 @@ function renderedFiles(home: TestHome, agent: string): string[] {
   ).map((name) => join(home.runtimeDir, name));
 }
 
+/**
+ * Runs `agent` calling the remote service's `whoami` tool for its scripted
+ * model, through {@linkcode runBridgeCase} (so with all its checks); then
+ * checks that the model got the call of the tool under the CLI's name for
+ * it, that the server ran it once, that its answer reached the model, and
+ * that the CLI printed the model's final text.
+ */
+async function runCallingCase(agent: ToolCallingAgent): Promise<void> {
+  const name = agent.base.agent;
+  const whoami = { server: SERVICE, tool: "whoami" };
+  const finalText = `the remote answer came back ${crypto.randomUUID()}`;
+  await using model = agent.startModel({
+    // Any name that ends in the tool's, so that a CLI that names it
+    // otherwise still calls it, and the check below shows that name.
+    pickTool: (names) => names.find((tool) => tool.endsWith(whoami.tool)),
+    finalText,
+  });
+  const { counts, accepted, stdout } = await runBridgeCase(
+    callingToolRecipe(agent, { ...whoami, modelUrl: model.url }),
+  );
+  assert.equal(
+    model.calledTool,
+    agent.toolName(whoami),
+    `${name} named the remote tool otherwise`,
+  );
+  assert.equal(counts.methods["tools/call"], 1);
+  // whoami answers the SHA-256 of the token its call came with: the
+  // broker's, and that answer reached the model.
+  const answer = sha256(accepted[0]);
+  const results = model.toolResults();
+  const message = `the tool's answer did not reach the model: ${results}`;
+  switch (agent.toolResult) {
+    case "alone":
+      assert.deepEqual(results, [answer]);
+      break;
+    case "among":
+      assert.ok(results.includes(answer), message);
+      break;
+    case "inside":
+      assert.ok(results.some((text) => text.includes(answer)), message);
+      break;
+  }
+  assert.ok(stdout.includes(finalText), `${name} printed: ${stdout}`);
+}
+
 Deno.test("remote bridge: codex lists a Streamable HTTP server's tools through sherlock bridge", async () => {
   await runBridgeCase(codex);
 });
@@ -404,133 +447,25 @@ Deno.test("remote bridge: claude lists tools through the bridge with an EMA toke
 });
 
 Deno.test("remote bridge: claude lists and calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
-  // The Anthropic API cannot be reached here: a scripted endpoint on
-  // loopback stands in for the model (tests/e2e/fixtures/scripted_anthropic.ts).
-  const finalText = `the remote answer came back ${crypto.randomUUID()}`;
-  await using model = startScriptedAnthropic({
-    pickTool: (names) => names.find((name) => /^mcp__.+__whoami$/.test(name)),
-    finalText,
-  });
-  const tool = `mcp__${SERVICE}__whoami`;
-  const { counts, accepted, stdout } = await runBridgeCase(
-    claudeCallingTool({ modelUrl: model.url, tool }),
-  );
-  assert.equal(
-    model.calledTool,
-    tool,
-    "claude named the remote tool otherwise",
-  );
-  assert.equal(counts.methods["tools/call"], 1);
-  // whoami answers the SHA-256 of the token its call came with: the
-  // broker's, and that answer reached the model.
-  assert.deepEqual(model.toolResults(), [sha256(accepted[0])]);
-  assert.ok(stdout.includes(finalText), `claude printed: ${stdout}`);
+  await runCallingCase(claudeCallingTool);
 });
 
 Deno.test("remote bridge: codex lists and calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
-  // The OpenAI API cannot be reached here: a scripted endpoint on loopback
-  // stands in for the model (tests/e2e/fixtures/scripted_responses.ts).
-  const finalText = `the remote answer came back ${crypto.randomUUID()}`;
-  await using model = startScriptedResponses({
-    pickTool: (names) => names.find((name) => /^mcp__.+\.whoami$/.test(name)),
-    finalText,
-  });
-  const { counts, accepted, stdout } = await runBridgeCase(
-    codexCallingTool({ modelUrl: model.url, server: SERVICE, tool: "whoami" }),
-  );
-  assert.equal(model.calledTool, `mcp__${SERVICE}.whoami`);
-  assert.equal(counts.methods["tools/call"], 1);
-  // Codex sends a wall-time line, then the tool's text.
-  assert.ok(
-    model.toolResults().includes(sha256(accepted[0])),
-    `the tool's answer did not reach the model: ${model.toolResults()}`,
-  );
-  assert.ok(stdout.includes(finalText), `codex printed: ${stdout}`);
+  await runCallingCase(codexCallingTool);
 });
 
 Deno.test("remote bridge: qwen lists and calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
-  // No OpenAI-compatible API can be reached here: a scripted endpoint on
-  // loopback stands in for the model
-  // (tests/e2e/fixtures/scripted_chat_completions.ts).
-  const finalText = `the remote answer came back ${crypto.randomUUID()}`;
-  await using model = startScriptedChatCompletions({
-    pickTool: (names) => names.find((name) => /^mcp__.+__whoami$/.test(name)),
-    finalText,
-  });
-  const { counts, accepted, stdout } = await runBridgeCase(
-    qwenCallingTool({ modelUrl: model.url, server: SERVICE }),
-  );
-  assert.equal(model.calledTool, `mcp__${SERVICE}__whoami`);
-  assert.equal(counts.methods["tools/call"], 1);
-  assert.ok(
-    model.toolResults().some((text) => text.includes(sha256(accepted[0]))),
-    `the tool's answer did not reach the model: ${model.toolResults()}`,
-  );
-  assert.ok(stdout.includes(finalText), `qwen printed: ${stdout}`);
+  await runCallingCase(qwenCallingTool);
 });
 
 Deno.test("remote bridge: copilot lists and calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
-  // No OpenAI-compatible API can be reached here: a scripted endpoint on
-  // loopback stands in for the model of Copilot's BYOK provider
-  // (tests/e2e/fixtures/scripted_chat_completions.ts).
-  const finalText = `the remote answer came back ${crypto.randomUUID()}`;
-  await using model = startScriptedChatCompletions({
-    pickTool: (names) => names.find((name) => /^.+-whoami$/.test(name)),
-    finalText,
-  });
-  const { counts, accepted, stdout } = await runBridgeCase(
-    copilotCallingTool({ modelUrl: model.url }),
-  );
-  // Copilot names an MCP tool `<server>-<tool>`.
-  assert.equal(model.calledTool, `${SERVICE}-whoami`);
-  assert.equal(counts.methods["tools/call"], 1);
-  assert.ok(
-    model.toolResults().some((text) => text.includes(sha256(accepted[0]))),
-    `the tool's answer did not reach the model: ${model.toolResults()}`,
-  );
-  assert.ok(stdout.includes(finalText), `copilot printed: ${stdout}`);
+  await runCallingCase(copilotCallingTool);
 });
 
 Deno.test("remote bridge: gemini lists and calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
-  // The Gemini API cannot be reached here: a scripted endpoint on loopback
-  // stands in for the model (tests/e2e/fixtures/scripted_gemini.ts).
-  const finalText = `the remote answer came back ${crypto.randomUUID()}`;
-  await using model = startScriptedGemini({
-    pickTool: (names) => names.find((name) => /^mcp_.+_whoami$/.test(name)),
-    finalText,
-  });
-  const { counts, accepted, stdout } = await runBridgeCase(
-    geminiCallingTool({ modelUrl: model.url, server: SERVICE }),
-  );
-  // Gemini CLI names an MCP tool `mcp_<server>_<tool>`.
-  assert.equal(model.calledTool, `mcp_${SERVICE}_whoami`);
-  assert.equal(counts.methods["tools/call"], 1);
-  assert.ok(
-    model.toolResults().some((text) => text.includes(sha256(accepted[0]))),
-    `the tool's answer did not reach the model: ${model.toolResults()}`,
-  );
-  assert.ok(stdout.includes(finalText), `gemini printed: ${stdout}`);
+  await runCallingCase(geminiCallingTool);
 });
 
 Deno.test("remote bridge: opencode lists and calls a remote server's tool through sherlock bridge (scripted model endpoint)", async () => {
-  // No OpenAI-compatible API can be reached here: a scripted endpoint on
-  // loopback stands in for the model of opencode's provider
-  // (tests/e2e/fixtures/scripted_chat_completions.ts). opencode installs
-  // the provider's package from the npm registry first (reachable here).
-  const finalText = `the remote answer came back ${crypto.randomUUID()}`;
-  await using model = startScriptedChatCompletions({
-    pickTool: (names) => names.find((name) => /^.+_whoami$/.test(name)),
-    finalText,
-  });
-  const { counts, accepted, stdout } = await runBridgeCase(
-    opencodeCallingTool({ modelUrl: model.url }),
-  );
-  // opencode names an MCP tool `<server>_<tool>`.
-  assert.equal(model.calledTool, `${SERVICE}_whoami`);
-  assert.equal(counts.methods["tools/call"], 1);
-  assert.ok(
-    model.toolResults().some((text) => text.includes(sha256(accepted[0]))),
-    `the tool's answer did not reach the model: ${model.toolResults()}`,
-  );
-  assert.ok(stdout.includes(finalText), `opencode printed: ${stdout}`);
+  await runCallingCase(opencodeCallingTool);
 });

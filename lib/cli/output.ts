@@ -106,12 +106,6 @@ export function escapeControls(text: string): string {
   );
 }
 
-/** Quotes a word for a POSIX shell, only when it needs it. */
-export function shellQuote(word: string): string {
-  if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(word)) return word;
-  return `'${word.replaceAll("'", `'\\''`)}'`;
-}
-
 /** Which cells of a table {@linkcode printColumns} emphasizes. */
 export type ColumnsEmphasis = "header" | "first column";
 

@@ -13,6 +13,7 @@ import { UsageError } from "../errors.ts";
 import { findExecutable } from "../launch/spawn.ts";
 import type { SessionPlan } from "../launch/plan.ts";
 import { executeSession, prepareSession } from "../launch/session.ts";
+import { shellQuote } from "../runtime/shell_quote.ts";
 import { COMMANDS, isHelpFlag } from "./commands.ts";
 import { commandContext } from "./context.ts";
 import {
@@ -21,7 +22,6 @@ import {
   printLine,
   printText,
   printWarning,
-  shellQuote,
   SLOW_HELPER_MS,
   whileWaiting,
 } from "./output.ts";

@@ -8,8 +8,8 @@
  * @module
  */
 
-import { shellQuote } from "../cli/output.ts";
 import type { Profile } from "../profiles/schema.ts";
+import { shellQuote } from "../runtime/shell_quote.ts";
 
 /** The subcommand an agent's key helper runs: `sherlock credential <name>`. */
 export const CREDENTIAL_COMMAND = "credential";

@@ -5,14 +5,13 @@
  * CLI prints `sherlock: <message>` as one line and exits with `exitCode`.
  * The codes follow sysexits(3) so that scripts can tell sherlock's failures
  * from the agent's (whose exit code sherlock passes through unchanged).
- * {@linkcode ERROR_CODES} gives each of the broker's error codes its HTTP
- * status (the daemon's side) and exit code (the client's): here, because
- * every command loads this module anyway.
+ * {@linkcode ErrorCode} lists the broker's error codes and
+ * {@linkcode ERROR_CODES} gives each its HTTP status (the daemon's side) and
+ * exit code (the client's): here, because every command loads this module
+ * anyway, and every part may import it (the protocol re-exports the type).
  *
  * @module
  */
-
-import type { ErrorCode } from "./broker/protocol.ts";
 
 /** Exit codes for sherlock's own failures (see the README's table). */
 export const ExitCode = {
@@ -38,6 +37,37 @@ export const ExitCode = {
 
 /** One of the values of {@linkcode ExitCode}. */
 export type ExitCodeValue = typeof ExitCode[keyof typeof ExitCode];
+
+/**
+ * Why a broker request failed, as a machine-readable code (the protocol's,
+ * `lib/broker/protocol.ts` re-exports it); each one's HTTP status and exit
+ * code are in {@linkcode ERROR_CODES}, which must name every one.
+ */
+export type ErrorCode =
+  | "bad_request"
+  | "too_large"
+  | "not_found"
+  | "method_not_allowed"
+  | "timeout"
+  | "not_logged_in"
+  | "no_store"
+  | "wrong_passphrase"
+  | "unknown_session"
+  | "service_not_in_session"
+  | "credential_not_in_session"
+  | "store_exists"
+  | "store_unusable"
+  | "store_write_failed"
+  | "unknown_service"
+  | "invalid_service"
+  | "no_secret"
+  | "helper_failed"
+  | "needs_authorization"
+  | "oauth_failed"
+  | "oauth_unsupported"
+  | "invalid_config"
+  | "exchange_refused"
+  | "internal";
 
 /** What an {@linkcode ErrorCode} means on each side. */
 export interface ErrorCodeMeaning {

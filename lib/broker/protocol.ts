@@ -34,6 +34,8 @@
  * @module
  */
 
+import type { ErrorCode } from "../errors.ts";
+
 /**
  * The largest request body the daemon reads, in bytes: room for the
  * largest secret the store takes (64 Ki characters) even when JSON escapes
@@ -306,34 +308,11 @@ export interface SecretRemoved {
 }
 
 /**
- * Why a request failed, as a machine-readable code; each one's HTTP status
- * and exit code are in `ERROR_CODES` (lib/errors.ts).
+ * Why a request failed, as a machine-readable code. Owned by lib/errors.ts,
+ * beside `ERROR_CODES` (each one's HTTP status and exit code), which every
+ * part may import; re-exported here as part of the protocol.
  */
-export type ErrorCode =
-  | "bad_request"
-  | "too_large"
-  | "not_found"
-  | "method_not_allowed"
-  | "timeout"
-  | "not_logged_in"
-  | "no_store"
-  | "wrong_passphrase"
-  | "unknown_session"
-  | "service_not_in_session"
-  | "credential_not_in_session"
-  | "store_exists"
-  | "store_unusable"
-  | "store_write_failed"
-  | "unknown_service"
-  | "invalid_service"
-  | "no_secret"
-  | "helper_failed"
-  | "needs_authorization"
-  | "oauth_failed"
-  | "oauth_unsupported"
-  | "invalid_config"
-  | "exchange_refused"
-  | "internal";
+export type { ErrorCode };
 
 /** The body of every failed request. */
 export interface ErrorBody {

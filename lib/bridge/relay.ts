@@ -29,7 +29,7 @@ import {
   applyTokenFormat,
   BRIDGE_TOKEN_FORMAT,
   BRIDGE_TOKEN_HEADER,
-} from "../render/servers.ts";
+} from "../services/token_format.ts";
 import { parseBearerChallenge } from "../runtime/bearer_challenge.ts";
 import { readEvents } from "./sse.ts";
 import { type GetToken, TokenKeeper } from "./tokens.ts";

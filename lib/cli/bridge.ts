@@ -19,11 +19,11 @@
 import { NoPermissionError, UsageError } from "../errors.ts";
 import { parseInternalArguments } from "./internal_arguments.ts";
 import { HEADER_NAME_PATTERN } from "../config/names.ts";
+import { CAPABILITY_ENV } from "../render/servers.ts";
 import {
   BRIDGE_TOKEN_FORMAT,
   BRIDGE_TOKEN_HEADER,
-  CAPABILITY_ENV,
-} from "../render/servers.ts";
+} from "../services/token_format.ts";
 import { sha256Hex } from "../runtime/sha256.ts";
 import { fetchToken, reportScopeChallenge } from "../broker/client.ts";
 import {

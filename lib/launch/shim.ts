@@ -19,7 +19,7 @@
 
 import { fetchToken } from "../broker/client.ts";
 import { ExecutableNotFoundError, NotExecutableError } from "../errors.ts";
-import { applyTokenFormat } from "../render/servers.ts";
+import { applyTokenFormat } from "../services/token_format.ts";
 import { Errno, type Exec, openExec } from "../runtime/exec.ts";
 import {
   findExecutable,

@@ -7,6 +7,11 @@
  */
 
 import type { RemoteServer, Service, StdioServer } from "../services/loader.ts";
+import {
+  applyTokenFormat,
+  BRIDGE_TOKEN_FORMAT,
+  BRIDGE_TOKEN_HEADER,
+} from "../services/token_format.ts";
 import type { DeliveryPlan } from "./delivery.ts";
 
 /** A server the agent starts and talks to over stdin/stdout. */
@@ -134,15 +139,6 @@ export function serverEntries(
   return entries;
 }
 
-/**
- * A service's `[token] format` with every `{token}` replaced by `token`,
- * literally (`$&`, `$1` or `$$` in the token are not replacement patterns).
- * The token shim writes its variable with it too.
- */
-export function applyTokenFormat(format: string, token: string): string {
-  return format.replaceAll("{token}", () => token);
-}
-
 function shimEntry(
   service: Service,
   tokenEnv: string,
@@ -207,11 +203,6 @@ function sherlockEntry(
       : { ...options.env, [CAPABILITY_ENV]: shim.capability },
   };
 }
-
-/** The header the bridge sends a token in unless told another. */
-export const BRIDGE_TOKEN_HEADER = "Authorization";
-/** How the bridge writes a token into its header unless told otherwise. */
-export const BRIDGE_TOKEN_FORMAT = "Bearer {token}";
 
 /**
  * `sherlock bridge` as a stdio entry: everything but the token in its argv,

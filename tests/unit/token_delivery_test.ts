@@ -16,8 +16,8 @@ import {
   servicesNeedingTokens,
   settleDelivery,
 } from "../../lib/render/delivery.ts";
+import { applyTokenFormat } from "../../lib/services/token_format.ts";
 import {
-  applyTokenFormat,
   REDACTED,
   serverEntries,
   type ServerEntry,

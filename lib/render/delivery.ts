@@ -191,24 +191,19 @@ export function inlineFetch(
 /**
  * The plan once the broker has answered: a service whose token the broker
  * deferred goes through the shim, which gets the token from the broker.
- * So does a deferrable one whose token came back holding an expanded
- * character anyway (a broker too old to defer): the shim fetches it again.
+ * The broker's answer is the whole rule: only a daemon of this very
+ * version is asked for tokens (the client refuses any other before a
+ * request), and it defers every deferrable token holding an expanded
+ * character, so none comes back inline.
  */
 export function settleDelivery(
   plan: DeliveryPlan,
-  fetched: {
-    tokens: ReadonlyMap<string, string>;
-    deferred: readonly string[];
-  },
+  fetched: { deferred: readonly string[] },
 ): DeliveryPlan {
   const settled = new Map(plan);
   for (const [name, delivery] of plan) {
     if (delivery.kind !== "inline" || !delivery.deferrable) continue;
-    const token = fetched.tokens.get(name);
-    if (
-      fetched.deferred.includes(name) ||
-      (token !== undefined && holdsExpanded(token))
-    ) {
+    if (fetched.deferred.includes(name)) {
       settled.set(name, {
         kind: "shim",
         reason: "its token holds $, which the agent would expand",

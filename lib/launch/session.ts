@@ -6,6 +6,7 @@
  * @module
  */
 
+import type { FetchedTokens } from "../broker/client.ts";
 import { formatProblem } from "../config/toml_files.ts";
 import { ConfigError, NoPermissionError, SherlockError } from "../errors.ts";
 import type { Env, SherlockPaths } from "../config/sherlock_paths.ts";
@@ -355,16 +356,6 @@ function argsWithValues(plan: SessionPlan, values: string[]): string[] {
     plan.args.length - argv.suffix.length,
   );
   return buildArgs({ loaded: plan.profile, config: { values }, userArgs });
-}
-
-/** The tokens a session fetched, and those the broker keeps for the shim. */
-export interface FetchedTokens {
-  /** The inline tokens, by service. */
-  tokens: Map<string, string>;
-  /** The services whose token the broker deferred to the session's shim. */
-  deferred: string[];
-  /** The services whose token the broker could not get, with why. */
-  failed: Map<string, SherlockError>;
 }
 
 /** A session registered with the broker. */

@@ -31,6 +31,7 @@ import {
   BRIDGE_TOKEN_HEADER,
 } from "../services/token_format.ts";
 import { parseBearerChallenge } from "../runtime/bearer_challenge.ts";
+import { sleep } from "../runtime/sleep.ts";
 import { readEvents } from "./sse.ts";
 import { type GetToken, TokenKeeper } from "./tokens.ts";
 
@@ -767,16 +768,4 @@ async function withTimeout(promise: Promise<unknown>, ms: number) {
     new Promise((resolve) => timer = setTimeout(resolve, ms)),
   ]);
   clearTimeout(timer);
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-  });
 }

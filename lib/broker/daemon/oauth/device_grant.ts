@@ -11,6 +11,7 @@
 import { BrokerRequestError } from "../request_error.ts";
 import { failed, type JsonAnswer, origin, requestJson } from "./http.ts";
 import { oneLine } from "./rules.ts";
+import { sleep } from "../../../runtime/sleep.ts";
 
 /** The grant type of the token request (RFC 8628 §3.4). */
 export const DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code";
@@ -213,17 +214,4 @@ function stopped(
       step.description ? ` (${oneLine(step.description)})` : ""
     }`,
   );
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-  });
 }

@@ -187,12 +187,16 @@ export async function executeSession(
     session: plan.session,
     agent: plan.agent,
   });
+  const signals: { relay?: SignalRelay } = {};
   try {
-    return await runSession(plan, { ...options, broker });
+    return await runSession(plan, { ...options, broker, signals });
   } finally {
-    // Also when the fetch or the config failed: the capability must not
-    // outlive the session (a killed sherlock's goes with its pid).
+    // The one end of the broker session, also when the fetch or the config
+    // failed: the capability must not outlive the session (a killed
+    // sherlock's goes with its pid). Before the relay closes: while signals
+    // are caught, a SIGTERM or SIGHUP cannot end sherlock before it is told.
     await broker?.end();
+    signals.relay?.close();
   }
 }
 
@@ -204,6 +208,8 @@ async function runSession(
     onSummary?: (line: string) => void;
     waitFor?: <T>(what: string, work: Promise<T>) => Promise<T>;
     broker: BrokerSession | undefined;
+    /** Where the signal relay goes once made; the caller closes it. */
+    signals: { relay?: SignalRelay };
   },
 ): Promise<number> {
   const { paths, broker } = options;
@@ -262,6 +268,7 @@ async function runSession(
     ],
   }));
   const relay = new SignalRelay();
+  options.signals.relay = relay;
   const record = newSessionRecord(plan.session, plan.agent);
   try {
     if (document.kind === "json" && plan.config.kind === "merge") {
@@ -304,8 +311,6 @@ async function runSession(
     for (const warning of endSession(paths.stateDir, record)) {
       options.onWarning(warning);
     }
-    await broker?.end();
-    relay.close();
   }
 }
 

@@ -204,6 +204,10 @@ Deno.test("two daemons sharing one store take turns refreshing one rotating gran
   }
   assert.equal(await authorized(home.sherlock), true);
   assert.equal(await authorized(ssh.sherlock), true);
+  // A revoke in one daemon: the other's status reads the store again.
+  const revoke = await home.sherlock(["auth", "revoke", "remote"]);
+  assert.equal(revoke.code, 0, revoke.stderr);
+  assert.equal(await authorized(ssh.sherlock), false);
   assert.ok(
     as.requests.every((request) =>
       request.grantType !== "refresh_token" || request.status === 200

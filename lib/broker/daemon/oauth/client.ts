@@ -302,8 +302,9 @@ export class OAuthClient {
             : undefined,
       );
     } catch (error) {
-      // A locked store cannot be written later either (`clear` follows).
-      if (error instanceof StoreLockedError) throw error;
+      // A locked store cannot be written later either: a logout or the idle
+      // lock forgets the rotation with everything else (`clear`).
+      if (error instanceof StoreLockedError || store.locked) throw error;
       this.#unstored.set(name, rotation);
       throw new BrokerRequestError({
         code: "store_write_failed",

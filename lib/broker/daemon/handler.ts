@@ -388,6 +388,9 @@ async function oauthRoute(
     const store = context.login.oidc.loggedIn
       ? context.login.store
       : unlockedStore(context);
+    // What another daemon sharing the store did since (`sherlock auth`, a
+    // revoke); what this one loaded when that cannot be read now.
+    if (store && !store.locked) await store.reload().catch(() => {});
     const { services } = await context.tokens.oauthServices();
     return ok<OAuthStatusList>({
       services: await Promise.all(

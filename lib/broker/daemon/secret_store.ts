@@ -97,6 +97,30 @@ export interface SecretStore {
    */
   remove(name: string): Promise<boolean>;
   /**
+   * Reads the file again, under the store's lock: `get` then answers what
+   * another daemon sharing the store wrote since.
+   */
+  reload(): Promise<void>;
+  /**
+   * Compare-and-swap of one secret: under the store's lock, with the file
+   * read again, `change` gets the value on disk now and returns the value
+   * to write, or undefined to write nothing (so a daemon never overwrites
+   * what another one wrote meanwhile with what it last saw). Resolves to
+   * whether it wrote; a failed write changes nothing, as with `set`.
+   */
+  update(
+    name: string,
+    change: (current: string | undefined) => string | undefined,
+  ): Promise<boolean>;
+  /**
+   * Runs `work` holding `<store>.<topic>.lock` exclusively: of all the
+   * daemons sharing this store, one at a time runs work of one topic. Not
+   * the store's own lock, so `work` may read and write the store (and
+   * other topics' work and other writes go on meanwhile). `topic` is
+   * lowercase letters, digits, '.', '-' and '_'.
+   */
+  exclusively<T>(topic: string, work: () => Promise<T>): Promise<T>;
+  /**
    * Forgets the key and the secrets: zeroes the key's bytes and drops the
    * entries. Idempotent. JavaScript strings cannot be zeroed, so values that
    * were read remain in the heap until collected.
@@ -602,6 +626,58 @@ class UnlockedStore implements SecretStore {
     return removed;
   }
 
+  async reload(): Promise<void> {
+    this.#assertUnlocked();
+    await this.#update(() => false);
+  }
+
+  async update(
+    name: string,
+    change: (current: string | undefined) => string | undefined,
+  ): Promise<boolean> {
+    this.#assertUnlocked();
+    assertSecretName(name);
+    let wrote = false;
+    await this.#update((entries) => {
+      const value = change(entries.get(name)?.value);
+      if (value === undefined) return false;
+      assertSecretValue(value);
+      const now = timestamp(this.#now());
+      entries.set(name, {
+        value,
+        created: entries.get(name)?.created ?? now,
+        updated: now,
+      });
+      return wrote = true;
+    });
+    return wrote;
+  }
+
+  async exclusively<T>(topic: string, work: () => Promise<T>): Promise<T> {
+    this.#assertUnlocked();
+    if (!LOCK_TOPIC_PATTERN.test(topic)) {
+      throw new RangeError(
+        "a lock topic is lowercase letters, digits, '.', '-' and '_'",
+      );
+    }
+    let lock: Deno.FsFile;
+    try {
+      lock = await Deno.open(`${this.path}.${topic}.lock`, {
+        create: true,
+        write: true,
+        mode: 0o600,
+      });
+    } catch (error) {
+      throw new StoreWriteError(this.path, error);
+    }
+    try {
+      await lock.lock(true);
+      return await work();
+    } finally {
+      lock.close();
+    }
+  }
+
   lock(): void {
     this.#key.fill(0);
     // Clear the map itself, not only this reference: whoever else still
@@ -624,6 +700,8 @@ class UnlockedStore implements SecretStore {
   ): Promise<void> {
     const lock = await openStoreLock(this.path);
     try {
+      // Locked while waiting for the lock: the key is zeroed.
+      this.#assertUnlocked();
       this.#reload();
       const entries = new Map(this.#entries);
       if (!change(entries)) return;
@@ -706,6 +784,9 @@ class UnlockedStore implements SecretStore {
     if (this.#locked) throw new StoreLockedError();
   }
 }
+
+/** The topics of {@linkcode SecretStore.exclusively}: safe in a file name. */
+const LOCK_TOPIC_PATTERN = /^[a-z0-9][a-z0-9._-]{0,100}$/;
 
 /** Whether a file-system error means that nothing is at the path. */
 function isMissing(error: unknown): boolean {

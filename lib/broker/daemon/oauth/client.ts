@@ -16,13 +16,15 @@
 import type { Service } from "../../../services/loader.ts";
 import type { OAuthServiceStatus } from "../../protocol.ts";
 import { BrokerRequestError } from "../request_error.ts";
-import type { SecretStore } from "../secret_store.ts";
+import { type SecretStore, StoreLockedError } from "../secret_store.ts";
 import { isFresh, type Token } from "../token_cache.ts";
 import {
   readClient,
   readGrant,
   removeGrant,
   type StoredGrant,
+  updateGrant,
+  whileRefreshing,
   writeClient,
   writeGrant,
 } from "./grants.ts";
@@ -112,19 +114,38 @@ interface MemoryToken extends Token {
   fetchedAt: number;
 }
 
+/**
+ * A refresh the server answered whose grant could not be written: the
+ * rotated refresh token is the grant's only live one (the server took the
+ * spent one), so it is kept here until a write succeeds.
+ */
+interface UnstoredRotation {
+  /** The refresh token the server took: the one still on disk. */
+  spent: string;
+  refreshToken: string;
+  scopes?: string[];
+  /** Handed out only once the grant is written. */
+  token: MemoryToken;
+}
+
 /** The OAuth state of one daemon: flows under way, access tokens. */
 export class OAuthClient {
   #flows = new Map<string, Flow>();
   #deviceFlows = new Map<string, DeviceFlow>();
   #tokens = new Map<string, MemoryToken>();
   #refreshing = new Map<string, Promise<Token>>();
+  #unstored = new Map<string, UnstoredRotation>();
   /** Called when a service's grant changes: the broker drops its cache. */
   onGrantChange: (service: string) => void = () => {};
 
-  /** Forgets every access token (logout, idle lock). */
+  /**
+   * Forgets every access token (logout, idle lock), and a rotated refresh
+   * token not yet written: with the store locked, it cannot be.
+   */
   clear(): void {
     this.#tokens.clear();
     this.#refreshing.clear();
+    this.#unstored.clear();
   }
 
   /**
@@ -139,14 +160,16 @@ export class OAuthClient {
   ): Promise<void> {
     const held = this.#tokens.get(service);
     if (held && refused(held.token)) this.#tokens.delete(service);
-    const grant = store && readGrant(store, service);
-    if (store && grant?.accessToken && refused(grant.accessToken)) {
-      await writeGrant(store, service, {
-        ...grant,
-        accessToken: undefined,
-        needsAuthorization: true,
-      });
-    }
+    if (!store || !readGrant(store, service)?.accessToken) return;
+    // The grant as it is on disk now: another daemon may have replaced it.
+    await updateGrant(
+      store,
+      service,
+      (grant) =>
+        grant?.accessToken && refused(grant.accessToken)
+          ? { ...grant, accessToken: undefined, needsAuthorization: true }
+          : undefined,
+    );
   }
 
   /**
@@ -172,14 +195,32 @@ export class OAuthClient {
     return refreshing;
   }
 
-  async #refresh(name: string, store: SecretStore): Promise<Token> {
+  /**
+   * One refresh of `name`'s grant. Daemons sharing the store take turns
+   * (a per-grant lock beside it), and each reads the grant from disk
+   * first: a refresh token another daemon rotated is never presented
+   * again, which the server would take for a stolen one and revoke the
+   * grant (RFC 9700 §4.14.2).
+   */
+  #refresh(name: string, store: SecretStore): Promise<Token> {
+    return whileRefreshing(store, name, () => this.#refreshAlone(name, store));
+  }
+
+  async #refreshAlone(name: string, store: SecretStore): Promise<Token> {
+    const unstored = this.#unstored.get(name);
+    if (unstored) {
+      const kept = await this.#storeRotation(name, store, unstored);
+      if (kept) return kept;
+    }
+    await store.reload();
     const grant = readGrant(store, name);
     if (!grant || grant.needsAuthorization) throw needsAuthorization(name);
     // The daemon restarted or locked: the stored token is still good.
     if (grant.accessToken) {
       return this.#keep(name, { accessToken: grant.accessToken }, true);
     }
-    if (!grant.refreshToken) throw needsAuthorization(name);
+    const spent = grant.refreshToken;
+    if (!spent) throw needsAuthorization(name);
     const client = clientAuthentication({
       clientId: grant.clientId,
       clientSecret: clientSecret(grant, store, name),
@@ -187,7 +228,7 @@ export class OAuthClient {
     });
     const form: Record<string, string> = {
       grant_type: "refresh_token",
-      refresh_token: grant.refreshToken,
+      refresh_token: spent,
       ...client.form,
     };
     if (grant.resource !== null) form.resource = grant.resource;
@@ -196,34 +237,90 @@ export class OAuthClient {
       headers: client.headers,
     });
     const json = answer.json as Record<string, unknown> | undefined;
-    if (
-      answer.status === 400 && json?.error === "invalid_grant" &&
-      readGrant(store, name)?.refreshToken === grant.refreshToken
-    ) {
+    if (answer.status === 400 && json?.error === "invalid_grant") {
       // The grant is dead (revoked, expired, a reused refresh token); keep
-      // the rest (issuer, client) for `sherlock auth`.
-      await writeGrant(store, name, {
-        ...readGrant(store, name) ?? grant,
-        refreshToken: undefined,
-        needsAuthorization: true,
-      });
-      this.#tokens.delete(name);
-      throw needsAuthorization(name);
+      // the rest (issuer, client) for `sherlock auth` — unless the grant
+      // on disk is no longer the one refused (`sherlock auth` replaced
+      // it): a dead grant never overwrites a newer one.
+      const dead = await updateGrant(
+        store,
+        name,
+        (current) =>
+          current?.refreshToken === spent
+            ? { ...current, refreshToken: undefined, needsAuthorization: true }
+            : undefined,
+      );
+      if (dead) {
+        this.#tokens.delete(name);
+        throw needsAuthorization(name);
+      }
+      return this.#refreshAlone(name, store);
     }
     const tokens = tokenAnswer(answer, grant.tokenEndpoint);
-    // `sherlock auth` or a revoke replaced the grant meanwhile: keep theirs.
-    if (readGrant(store, name)?.refreshToken !== grant.refreshToken) {
-      return { token: tokens.accessToken };
+    const rotation: UnstoredRotation = {
+      spent,
+      refreshToken: tokens.refreshToken ?? spent,
+      scopes: tokens.scopes,
+      token: memoryToken(tokens),
+    };
+    const kept = await this.#storeRotation(name, store, rotation);
+    if (kept) return kept;
+    // `sherlock auth` or a revoke replaced the grant meanwhile: this token
+    // is of the old one. Theirs, if any, is served instead.
+    return this.#refreshAlone(name, store);
+  }
+
+  /**
+   * Writes a refresh's rotated refresh token into the grant — compare and
+   * swap: only while the grant on disk still holds the spent one — before
+   * its access token is handed out. Returns that token; undefined when the
+   * grant changed meanwhile (the rotation is then of no use), or the
+   * token expired while the write waited. A failed write keeps the
+   * rotation in memory, to be written at the next request, and fails
+   * this one: the access token of a grant that cannot be stored is never
+   * handed out (a crash would then leave only the spent refresh token).
+   */
+  async #storeRotation(
+    name: string,
+    store: SecretStore,
+    rotation: UnstoredRotation,
+  ): Promise<Token | undefined> {
+    let wrote: boolean;
+    try {
+      // The grant as it is now: a step-up may have been recorded meanwhile.
+      wrote = await updateGrant(
+        store,
+        name,
+        (current) =>
+          current?.refreshToken === rotation.spent &&
+            !current.needsAuthorization
+            ? {
+              ...current,
+              refreshToken: rotation.refreshToken,
+              scopes: rotation.scopes ?? current.scopes,
+            }
+            : undefined,
+      );
+    } catch (error) {
+      // A locked store cannot be written later either: a logout or the idle
+      // lock forgets the rotation with everything else (`clear`).
+      if (error instanceof StoreLockedError || store.locked) throw error;
+      this.#unstored.set(name, rotation);
+      throw new BrokerRequestError({
+        code: "store_write_failed",
+        message: `service ${name}'s rotated refresh token cannot be stored (${
+          oneLine(error instanceof Error ? error.message : String(error))
+        }); the broker keeps it in memory and writes it at the next request — fix the store, and do not stop the broker until then`,
+      });
     }
-    // Rotation: the new refresh token is on disk before the access token
-    // is handed out, so a crash cannot leave only the spent one. The grant
-    // as it is now: a step-up may have been recorded meanwhile.
-    await writeGrant(store, name, {
-      ...readGrant(store, name) ?? grant,
-      refreshToken: tokens.refreshToken ?? grant.refreshToken,
-      scopes: tokens.scopes ?? grant.scopes,
-    });
-    return this.#keep(name, tokens);
+    this.#unstored.delete(name);
+    if (!wrote) return undefined;
+    const { token } = rotation;
+    if (token.expiresAt !== undefined && !isFresh(token, Date.now())) {
+      return undefined;
+    }
+    this.#tokens.set(name, token);
+    return { token: token.token, expiresAt: token.expiresAt };
   }
 
   /**
@@ -235,12 +332,9 @@ export class OAuthClient {
     tokens: { accessToken: string; expiresIn?: number },
     lasting = false,
   ): Token {
-    const fetchedAt = Date.now();
-    const expiresAt = lasting
-      ? undefined
-      : fetchedAt + (tokens.expiresIn ?? ASSUMED_LIFETIME_S) * 1000;
-    this.#tokens.set(name, { token: tokens.accessToken, expiresAt, fetchedAt });
-    return { token: tokens.accessToken, expiresAt };
+    const held = memoryToken(tokens, lasting);
+    this.#tokens.set(name, held);
+    return { token: held.token, expiresAt: held.expiresAt };
   }
 
   /**
@@ -560,16 +654,16 @@ export class OAuthClient {
     scopes: readonly string[],
     store: SecretStore,
   ): Promise<{ recorded: boolean; scopesNeeded: string[] }> {
-    const grant = readGrant(store, service);
-    if (!grant) return { recorded: false, scopesNeeded: [] };
-    const before = grant.scopesNeeded ?? [];
-    const missing = missingScopes(scopes, [...grant.scopes, ...before]);
-    if (missing.length === 0) {
-      return { recorded: false, scopesNeeded: before };
-    }
-    const scopesNeeded = [...before, ...missing];
-    await writeGrant(store, service, { ...grant, scopesNeeded });
-    return { recorded: true, scopesNeeded };
+    let scopesNeeded: string[] = [];
+    // On the grant as it is on disk now: another daemon may have rotated it.
+    const recorded = await updateGrant(store, service, (grant) => {
+      if (!grant) return undefined;
+      const before = grant.scopesNeeded ?? [];
+      const missing = missingScopes(scopes, [...grant.scopes, ...before]);
+      scopesNeeded = [...before, ...missing];
+      return missing.length === 0 ? undefined : { ...grant, scopesNeeded };
+    });
+    return { recorded, scopesNeeded };
   }
 
   /**
@@ -605,9 +699,14 @@ export class OAuthClient {
     service: string,
     store: SecretStore,
   ): Promise<{ forgotten: boolean; revokedAtServer: boolean }> {
+    // Another daemon sharing the store may have rotated the refresh token.
+    await store.reload();
     const grant = readGrant(store, service);
     let revokedAtServer = false;
-    const credential = grant?.refreshToken ?? grant?.accessToken;
+    // A rotated refresh token not yet written is the live one.
+    const unstored = this.#unstored.get(service)?.refreshToken;
+    this.#unstored.delete(service);
+    const credential = unstored ?? grant?.refreshToken ?? grant?.accessToken;
     if (grant?.revocationEndpoint && credential) {
       try {
         const client = clientAuthentication({
@@ -618,7 +717,7 @@ export class OAuthClient {
         const answer = await requestJson(grant.revocationEndpoint, {
           form: {
             token: credential,
-            token_type_hint: grant.refreshToken
+            token_type_hint: unstored ?? grant.refreshToken
               ? "refresh_token"
               : "access_token",
             ...client.form,
@@ -790,6 +889,21 @@ export class OAuthClient {
     });
     return { clientId: json.client_id, ...(clientAuth ? { clientAuth } : {}) };
   }
+}
+
+/**
+ * An access token as kept in memory: until its `expiresIn`, else for the
+ * assumed lifetime, or, when `lasting`, until a server refuses it.
+ */
+function memoryToken(
+  tokens: { accessToken: string; expiresIn?: number },
+  lasting = false,
+): MemoryToken {
+  const fetchedAt = Date.now();
+  const expiresAt = lasting
+    ? undefined
+    : fetchedAt + (tokens.expiresIn ?? ASSUMED_LIFETIME_S) * 1000;
+  return { token: tokens.accessToken, expiresAt, fetchedAt };
 }
 
 /** What discovery found for a server URL. */

@@ -89,6 +89,35 @@ export function writeGrant(
   return store.set(grantKey(service), JSON.stringify(grant));
 }
 
+/**
+ * Compare-and-swap of `service`'s grant (another daemon may share the
+ * store): under the store's lock, `change` gets the grant on disk now and
+ * returns the grant to write, or undefined to leave it. Resolves to
+ * whether it wrote.
+ */
+export function updateGrant(
+  store: SecretStore,
+  service: string,
+  change: (current: StoredGrant | undefined) => StoredGrant | undefined,
+): Promise<boolean> {
+  return store.update(grantKey(service), (text) => {
+    const next = change(parse<StoredGrant>(text));
+    return next === undefined ? undefined : JSON.stringify(next);
+  });
+}
+
+/**
+ * Runs `work` while no other daemon sharing the store refreshes
+ * `service`'s grant (see {@linkcode SecretStore.exclusively}).
+ */
+export function whileRefreshing<T>(
+  store: SecretStore,
+  service: string,
+  work: () => Promise<T>,
+): Promise<T> {
+  return store.exclusively(`oauth.refresh.${service}`, work);
+}
+
 /** Forgets the grant of `service`; true when there was one. */
 export function removeGrant(
   store: SecretStore,

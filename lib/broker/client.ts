@@ -40,12 +40,13 @@ import type {
   LoginAnswer,
   LoginRequest,
   LogoutAnswer,
+  OAuthFinished,
   OAuthRevoked,
   OAuthScopeChallenge,
   OAuthScopeRecorded,
-  OAuthServiceStatus,
   OAuthStarted,
   OAuthStatusList,
+  OidcFinished,
   OidcLoginStatus,
   OidcWorkloadRequest,
   SecretList,
@@ -684,8 +685,8 @@ export function startOidcLogin(
 export function finishOidcLogin(
   socket: string,
   flow: string,
-): Promise<OidcLoginStatus> {
-  return callBroker<OidcLoginStatus>({
+): Promise<OidcFinished> {
+  return callBroker<OidcFinished>({
     socket,
     method: "POST",
     path: "/v1/oidc/finish",
@@ -717,8 +718,8 @@ export function workloadLogin(
 export function finishAuthorization(
   socket: string,
   flow: string,
-): Promise<OAuthServiceStatus> {
-  return callBroker<OAuthServiceStatus>({
+): Promise<OAuthFinished> {
+  return callBroker<OAuthFinished>({
     socket,
     method: "POST",
     path: "/v1/oauth/finish",

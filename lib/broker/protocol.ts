@@ -18,12 +18,12 @@
  * | DELETE /v1/secrets/<name>|                              | {@linkcode SecretRemoved} |
  * | POST /v1/shutdown        |                              | {}                |
  * | POST /v1/oauth/start     | {@linkcode OAuthStartRequest} | {@linkcode OAuthStarted} |
- * | POST /v1/oauth/finish    | {@linkcode OAuthFinishRequest} | {@linkcode OAuthServiceStatus} |
+ * | POST /v1/oauth/finish    | {@linkcode OAuthFinishRequest} | {@linkcode OAuthFinished} |
  * | GET  /v1/oauth/status    |                              | {@linkcode OAuthStatusList} |
  * | POST /v1/oauth/revoke    | {@linkcode OAuthRevokeRequest} | {@linkcode OAuthRevoked} |
  * | POST /v1/oauth/scope     | {@linkcode OAuthScopeChallenge} | {@linkcode OAuthScopeRecorded} |
  * | POST /v1/oidc/start      | {@linkcode OidcStartRequest} | {@linkcode OAuthStarted} |
- * | POST /v1/oidc/finish     | {@linkcode OAuthFinishRequest} | {@linkcode OidcLoginStatus} |
+ * | POST /v1/oidc/finish     | {@linkcode OAuthFinishRequest} | {@linkcode OidcFinished} |
  * | POST /v1/oidc/workload   | {@linkcode OidcWorkloadRequest} | {@linkcode OidcLoginStatus} |
  *
  * Every failure is a 4xx/5xx with an {@linkcode ErrorBody}. Tokens are
@@ -337,7 +337,11 @@ export interface OAuthStartRequest {
 export interface OAuthStarted {
   /** The flow's id, for `POST /v1/oauth/finish`. */
   flow: string;
-  /** The authorization URL the operator's browser opens (no secret). */
+  /**
+   * The authorization URL the operator's browser opens. It carries the
+   * flow's `state` (and PKCE challenge, nonce): the CLI puts it in no argv,
+   * only in a 0600 launch page and, as a fallback, on its own stderr.
+   */
   url: string;
   /** Device grant only: the user code the operator enters at `url`. */
   userCode?: string;
@@ -378,6 +382,26 @@ export interface OAuthServiceStatus {
    * while an OIDC login is held).
    */
   ema?: boolean;
+}
+
+/** The answer to `POST /v1/oauth/finish`: the status, and how it went. */
+export interface OAuthFinished extends OAuthServiceStatus {
+  /**
+   * Who signed in at the server, when its token answer had an ID token
+   * that names them (issuer, audience and expiry checked).
+   */
+  signedInAs?: string;
+  /**
+   * Requests to the redirect listener that did not carry the flow's
+   * `state` and were ignored (absent when none came).
+   */
+  ignoredRequests?: number;
+}
+
+/** The answer to `POST /v1/oidc/finish`: the login, and how it went. */
+export interface OidcFinished extends OidcLoginStatus {
+  /** As in {@linkcode OAuthFinished}: forged redirects ignored. */
+  ignoredRequests?: number;
 }
 
 /** `GET /v1/oauth/status`. */

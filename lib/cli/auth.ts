@@ -17,7 +17,7 @@ import {
 import { NAME_PATTERN } from "../config/names.ts";
 import { UsageError } from "../errors.ts";
 import { commandContext } from "./context.ts";
-import { openBrowser } from "./browser.ts";
+import { ignoredWarning, openBrowser, writeLaunchPage } from "./browser.ts";
 import {
   printColumns,
   printLine,
@@ -52,14 +52,33 @@ export async function authCommand(args: readonly string[]): Promise<number> {
   // browser runs, since a headless one may finish before it exits.
   const finished = finishAuthorization(socket, flow);
   finished.catch(() => {});
+  const noBrowser = flags.includes("--no-browser");
   if (userCode !== undefined) {
     printWarning(
       `to authorize ${service}, open ${url} on any device and enter the code ${userCode}`,
     );
-  } else printWarning(`to authorize ${service}, open: ${url}`);
-  const browser = flags.includes("--no-browser") || device
-    ? undefined
-    : openBrowser(url, Deno.env.get("BROWSER"));
+  } else if (noBrowser) {
+    // The operator's own stderr: the URL goes in no argv (docs/security.md).
+    printWarning(`to authorize ${service}, open: ${url}`);
+  }
+  // The URL is in no argv: the browser gets a 0600 launch page for it.
+  using page = userCode === undefined && !noBrowser
+    ? writeLaunchPage(url, commandContext().paths.runtimeDir)
+    : undefined;
+  if (page) {
+    printWarning(
+      `to authorize ${service}, sherlock opens your browser at ${page.url} (it forwards to the server; --no-browser prints the URL)`,
+    );
+  }
+  const browser = page
+    ? openBrowser({
+      page,
+      url,
+      browser: Deno.env.get("BROWSER"),
+      otherwise:
+        `or run "sherlock auth --device ${service}" where the server offers it`,
+    })
+    : undefined;
   const result = await whileWaiting(
     device
       ? `your approval of ${service} on the other device (Ctrl-C to stop)`
@@ -67,8 +86,13 @@ export async function authCommand(args: readonly string[]): Promise<number> {
     finished,
   );
   await browser?.catch(() => {});
+  if (result.ignoredRequests) {
+    printWarning(ignoredWarning(result.ignoredRequests));
+  }
   printLine(
     `authorized ${service} at ${result.issuer ?? "its server"}${
+      result.signedInAs ? ` as ${result.signedInAs}` : ""
+    }${
       result.scopes.length > 0 ? ` (scopes: ${result.scopes.join(" ")})` : ""
     }`,
   );

@@ -16,7 +16,12 @@ import {
 import { loadSettings } from "../config/settings.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
 import { ConfigError, UsageError } from "../errors.ts";
-import { browserOpenable, openBrowser } from "./browser.ts";
+import {
+  browserOpenable,
+  ignoredWarning,
+  openBrowser,
+  writeLaunchPage,
+} from "./browser.ts";
 import { commandContext } from "./context.ts";
 import { describeOidcLogin } from "./login_text.ts";
 import {
@@ -59,12 +64,33 @@ export async function oidcLoginCommand(
     printWarning(
       `to log in, open ${url} on any device and enter the code ${userCode}`,
     );
-  } else printWarning(`to log in, open: ${url}`);
-  const browser = device || options.noBrowser
-    ? undefined
-    : openBrowser(url, env.BROWSER);
+  } else if (options.noBrowser) {
+    // The operator's own stderr: the URL goes in no argv (docs/security.md).
+    printWarning(`to log in, open: ${url}`);
+  }
+  // The URL is in no argv: the browser gets a 0600 launch page for it.
+  using page = userCode === undefined && !options.noBrowser
+    ? writeLaunchPage(url, paths.runtimeDir)
+    : undefined;
+  if (page) {
+    printWarning(
+      `to log in, sherlock opens your browser at ${page.url} (it forwards to the provider; --no-browser prints the URL)`,
+    );
+  }
+  const browser = page
+    ? openBrowser({
+      page,
+      url,
+      browser: env.BROWSER,
+      otherwise:
+        `or run "sherlock login --device" where the provider offers it`,
+    })
+    : undefined;
   const status = await finished;
   await browser?.catch(() => {});
+  if (status.ignoredRequests) {
+    printWarning(ignoredWarning(status.ignoredRequests));
+  }
   printLine(`logged in: ${describeOidcLogin(status)}`);
   return 0;
 }

@@ -15,6 +15,7 @@ import {
   browserEnv,
   startAuthServer,
 } from "../fixtures/oauth/mod.ts";
+import { openedUrl } from "../fixtures/oauth/browser.ts";
 import {
   auditEntries,
   type BrokerHome,
@@ -62,6 +63,67 @@ async function setup(options: AuthServerOptions = {}): Promise<Setup> {
   };
 }
 
+Deno.test("sherlock login with OIDC: no local user finds the state, nonce or PKCE challenge in any process's argv", async () => {
+  await using s = await setup();
+  const { home } = s;
+  const spy = join(home.scratch, "argv-spy");
+  const log = join(home.scratch, "browser.log");
+  const login = await home.sherlock(["login"], {
+    env: { ...browserEnv(log), OAUTH_FIXTURE_ARGV_SPY: spy },
+  });
+  assert.equal(login.code, 0, login.stderr);
+  const lines = Deno.readTextFileSync(spy).trim().split("\n").map((line) =>
+    JSON.parse(line)
+  );
+  const summary = lines.pop();
+  assert.equal(summary.secrets, 3, "state, code_challenge and nonce");
+  assert.ok(summary.scanned > 3, "the scan saw the running processes");
+  assert.deepEqual(lines, [], "no argv holds them");
+  const [visit] = Deno.readTextFileSync(log).trim().split("\n").map((line) =>
+    JSON.parse(line)
+  );
+  assert.match(visit.given, /^file:\/\/\/.+\/launch-[0-9a-f]+\.html$/);
+  assert.throws(() => Deno.statSync(new URL(visit.given)), "page removed");
+  assert.ok(
+    !login.stderr.includes(new URL(visit.url).searchParams.get("nonce")!),
+  );
+});
+
+Deno.test("sherlock login with OIDC: a forged redirect is ignored; the real sign-in ends the login", async () => {
+  await using s = await setup();
+  const { as, home } = s;
+  const pageFile = join(home.scratch, "page");
+  const browser = home.writeScript(
+    "recording-browser",
+    `printf '%s\\n' "$1" > ${JSON.stringify(pageFile)}.tmp && mv ${
+      JSON.stringify(pageFile)
+    }.tmp ${JSON.stringify(pageFile)}\n`,
+  );
+  const running = startSherlock(["login"], {
+    env: { ...home.env, BROWSER: browser },
+    cwd: home.work,
+  });
+  const page = await waitUntil(() => {
+    try {
+      return Deno.readTextFileSync(pageFile).trim();
+    } catch {
+      return undefined;
+    }
+  }, "the launch page");
+  const url = new URL(openedUrl(page)!);
+  const callback = url.searchParams.get("redirect_uri")!;
+  const forged = await fetch(
+    `${callback}?code=attacker-code&state=attacker-state&iss=${as.issuer}`,
+  );
+  assert.equal(forged.status, 400);
+  await forged.body?.cancel();
+  await as.approve(url);
+  const login = await running.result;
+  assert.equal(login.code, 0, login.stderr);
+  assert.match(login.stdout, /^logged in: tester@example\.test/);
+  assert.match(login.stderr, /ignored 1 request without this flow's state/);
+});
+
 Deno.test("sherlock login with OIDC: browser sign-in, whoami, tokens, the local store, logout", async () => {
   await using s = await setup();
   const { as, home } = s;
@@ -72,7 +134,10 @@ Deno.test("sherlock login with OIDC: browser sign-in, whoami, tokens, the local 
     login.stdout,
     /^logged in: tester@example\.test \(subject tester\) at http:\/\/127\.0\.0\.1:\d+/,
   );
-  assert.match(login.stderr, /to log in, open: http:\/\/127\.0\.0\.1/);
+  // The browser gets a launch page; the URL itself is printed only as a
+  // fallback (or with --no-browser).
+  assert.match(login.stderr, /sherlock opens your browser at file:\/\/\//);
+  assert.doesNotMatch(login.stderr, /to log in, open: /);
   // The authorization request: PKCE S256, a nonce, a state, the scopes.
   const [visit] = Deno.readTextFileSync(log).trim().split("\n").map((line) =>
     JSON.parse(line)

@@ -16,6 +16,7 @@ import {
   browserEnv,
   startAuthServer,
 } from "../fixtures/oauth/mod.ts";
+import { openedUrl } from "../fixtures/oauth/browser.ts";
 import {
   type RemoteMcpServer,
   type RemoteMcpServerOptions,
@@ -99,8 +100,15 @@ async function setup(
   };
 }
 
-async function authorize(home: BrokerHome) {
-  return await home.sherlock(["auth", "remote"], { env: browserEnv() });
+async function authorize(home: BrokerHome, log?: string) {
+  return await home.sherlock(["auth", "remote"], { env: browserEnv(log) });
+}
+
+/** The authorization URLs the fixture's browser opened (its log). */
+function urlsOpened(log: string): URL[] {
+  return Deno.readTextFileSync(log).trim().split("\n").map((line) =>
+    new URL(JSON.parse(line).url)
+  );
 }
 
 /** Registers a session of "remote" (`id`, else a random one); its capability. */
@@ -174,10 +182,11 @@ async function callRemote(url: string, token: string): Promise<number> {
 Deno.test("sherlock auth, tokens across expiries, one refresh per burst, a dead grant", async () => {
   await using s = await setup();
   const { as, remote, home } = s;
-  const auth = await authorize(home);
+  const log = `${home.root}/browser.log`;
+  const auth = await authorize(home, log);
   assert.equal(auth.code, 0, auth.stderr);
   assert.match(auth.stdout, /^authorized remote at http:\/\/127\.0\.0\.1/);
-  assert.match(auth.stderr, /open: http:\/\/127\.0\.0\.1.*resource=/);
+  assert.equal(urlsOpened(log)[0].searchParams.get("resource"), remote.url);
   assert.equal(as.counts.registration, 1);
 
   const status = await home.sherlock(["auth", "status", "--json"]);
@@ -261,9 +270,10 @@ Deno.test("auth refuses a wrong iss (RFC 9207)", async () => {
 
 Deno.test("resource is sent: without it the server refuses", async () => {
   await using s = await setup({}, { send_resource: false });
-  const result = await authorize(s.home);
+  const log = `${s.home.root}/browser.log`;
+  const result = await authorize(s.home, log);
   assert.notEqual(result.code, 0);
-  assert.doesNotMatch(result.stderr, /open: .*resource=/);
+  assert.equal(urlsOpened(log)[0].searchParams.get("resource"), null);
 });
 
 Deno.test("a changed issuer gets a new registration; a down server a clear error", async () => {
@@ -684,15 +694,24 @@ function recordingBrowser(home: BrokerHome, file: string): string {
   );
 }
 
-/** The loopback port of an authorization URL's redirect_uri. */
-async function listenerPort(file: string): Promise<number> {
-  const url = await waitUntil(() => {
+/**
+ * The authorization URL behind what the recording browser got in `file`
+ * (sherlock's launch page), read as the operator's browser reads it.
+ */
+async function authorizationUrl(file: string): Promise<string> {
+  const given = await waitUntil(() => {
     try {
       return Deno.readTextFileSync(file).trim();
     } catch {
       return undefined;
     }
-  }, "the authorization URL");
+  }, "the launch page");
+  return openedUrl(given)!;
+}
+
+/** The loopback port of an authorization URL's redirect_uri. */
+async function listenerPort(file: string): Promise<number> {
+  const url = await authorizationUrl(file);
   const redirect = new URL(new URL(url).searchParams.get("redirect_uri")!);
   assert.equal(redirect.hostname, "127.0.0.1");
   assert.equal(redirect.pathname, "/callback");
@@ -760,6 +779,141 @@ Deno.test("a new sherlock auth replaces one under way: the old one ends with a c
     /a newer "sherlock auth remote" replaced this one/,
   );
   assert.ok(!(await accepts(port)), "the old listener is closed");
+});
+
+Deno.test("sherlock auth: no local user finds the flow's state or PKCE challenge in any process's argv", async () => {
+  await using s = await setup();
+  const { home } = s;
+  const spy = `${home.root}/argv-spy`;
+  const log = `${home.root}/browser.log`;
+  const result = await home.sherlock(["auth", "remote"], {
+    env: { ...browserEnv(log), OAUTH_FIXTURE_ARGV_SPY: spy },
+  });
+  assert.equal(result.code, 0, result.stderr);
+  // The browser read every process's argv while the flow was under way.
+  const lines = Deno.readTextFileSync(spy).trim().split("\n").map((line) =>
+    JSON.parse(line)
+  );
+  const summary = lines.pop();
+  assert.equal(summary.secrets, 2, "state and code_challenge were looked for");
+  assert.ok(summary.scanned > 3, "the scan saw the running processes");
+  assert.deepEqual(lines, [], "no argv holds the state or the challenge");
+  // The browser got a launch page, not the URL; the page is gone after.
+  const [visit] = Deno.readTextFileSync(log).trim().split("\n").map((line) =>
+    JSON.parse(line)
+  );
+  assert.match(visit.given, /^file:\/\/\/.+\/launch-[0-9a-f]+\.html$/);
+  assert.throws(() => Deno.statSync(new URL(visit.given)));
+  const state = new URL(visit.url).searchParams.get("state")!;
+  assert.ok(!result.stderr.includes(state), "nor is it printed by default");
+});
+
+Deno.test("an authorization server that answers an ID token: auth says who signed in", async () => {
+  await using s = await setup({}, {}, {}, ["openid", "mcp:tools"]);
+  const result = await authorize(s.home);
+  assert.equal(result.code, 0, result.stderr);
+  assert.match(
+    result.stdout,
+    /^authorized remote at http:\/\/127\.0\.0\.1:\d+ as tester \(scopes: /,
+  );
+});
+
+Deno.test("forged redirects (no state, a wrong one, no iss, a POST) are ignored and counted; the real answer still ends the flow", async () => {
+  await using s = await setup();
+  const { home, as } = s;
+  const urlFile = `${home.root}/auth-url`;
+  const running = startSherlock(["auth", "remote"], {
+    env: { ...home.env, BROWSER: recordingBrowser(home, urlFile) },
+    cwd: home.work,
+  });
+  const url = await authorizationUrl(urlFile);
+  const port = await listenerPort(urlFile);
+  const state = new URL(url).searchParams.get("state")!;
+  const callback = `http://127.0.0.1:${port}/callback`;
+  const forged: [string, RequestInit][] = [
+    [`${callback}?code=attacker-code`, {}],
+    [`${callback}?code=attacker-code&state=attacker-state`, {}],
+    [`${callback}?code=attacker-code&state=${state}x&iss=${as.issuer}`, {}],
+    [`${callback}?error=access_denied&state=`, {}],
+    [`${callback}?code=attacker-code&state=${state}`, { method: "POST" }],
+  ];
+  for (const [target, init] of forged) {
+    const response = await fetch(target, init);
+    const text = await response.text();
+    assert.equal(response.status, 400, target);
+    assert.ok(!text.includes("attacker"), "nothing is reflected");
+  }
+  assert.equal((await fetch(`http://127.0.0.1:${port}/x`)).status, 404);
+  assert.ok(await accepts(port), "the flow goes on");
+  const approved = await as.approve(url);
+  assert.equal(approved.listenerStatus, 200);
+  const result = await running.result;
+  assert.equal(result.code, 0, result.stderr);
+  assert.match(
+    result.stderr,
+    /the redirect listener ignored 5 requests without this flow's state/,
+  );
+  assert.match(result.stdout, /^authorized remote at /);
+  assert.equal(as.counts.authorization_code, 1, "only the real code");
+});
+
+Deno.test("$BROWSER as a command line with arguments; a browser that cannot start says at once how to go on", async (t) => {
+  await using s = await setup();
+  const { home, as } = s;
+  await t.step("a command with arguments, as git and gh take it", async () => {
+    const env = browserEnv();
+    const fixture = new URL(
+      "../fixtures/oauth/approve_browser.ts",
+      import.meta.url,
+    ).pathname;
+    const result = await home.sherlock(["auth", "remote"], {
+      env: {
+        BROWSER: `${sh(Deno.execPath())} run --quiet -A ${
+          sh(fixture)
+        } --new-window %s`,
+        DENO_BIN: env.DENO_BIN,
+      },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /^authorized remote at /);
+  });
+  await t.step("a browser that does not exist", async () => {
+    const running = startSherlock(["auth", "remote"], {
+      env: { ...home.env, BROWSER: "/nonexistent/browser --new-window" },
+      cwd: home.work,
+    });
+    // The operator reads the line while sherlock waits, and opens the URL
+    // by hand: the flow cannot end before the line is there.
+    const line = await waitUntil(
+      () =>
+        running.stderrSoFar().split("\n").find((text) =>
+          text.includes("could not start the browser")
+        ),
+      "the line that says how to go on",
+    );
+    assert.match(line, /\/nonexistent\/browser \(no such program\)/);
+    assert.match(line, /sherlock auth --device remote/);
+    const url = /open this URL in a browser by hand: (\S+)/.exec(line)![1];
+    await as.approve(url);
+    const result = await running.result;
+    assert.equal(result.code, 0, result.stderr);
+  });
+  await t.step("an unreadable command line", async () => {
+    const running = startSherlock(["auth", "remote"], {
+      env: { ...home.env, BROWSER: "'unclosed browser" },
+      cwd: home.work,
+    });
+    const line = await waitUntil(
+      () =>
+        running.stderrSoFar().split("\n").find((text) =>
+          text.includes("open this URL in a browser by hand")
+        ),
+      "the line that says how to go on",
+    );
+    assert.match(line, /\$BROWSER cannot be read as a command line/);
+    running.kill("SIGINT");
+    await running.result;
+  });
 });
 
 /** The store name of the confidential client's secret, and its value. */

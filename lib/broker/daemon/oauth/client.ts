@@ -14,7 +14,7 @@
  */
 
 import type { Service } from "../../../services/loader.ts";
-import type { OAuthServiceStatus } from "../../protocol.ts";
+import type { OAuthFinished, OAuthServiceStatus } from "../../protocol.ts";
 import { BrokerRequestError } from "../request_error.ts";
 import { type SecretStore, StoreLockedError } from "../secret_store.ts";
 import { isFresh, type Token } from "../token_cache.ts";
@@ -35,7 +35,13 @@ import {
   requestDeviceAuthorization,
 } from "./device_grant.ts";
 import { failed, type JsonAnswer, origin, requestJson } from "./http.ts";
-import { CALLBACK_PATH, listenForRedirect } from "./loopback.ts";
+import { signedInAs } from "./id_token.ts";
+import {
+  CALLBACK_PATH,
+  ignoredNote,
+  listenForRedirect,
+  type LoopbackListener,
+} from "./loopback.ts";
 import {
   authorizationServerMetadataUrls,
   canonicalResource,
@@ -89,9 +95,8 @@ interface Flow extends FlowTarget {
   verifier: string;
   state: string;
   redirectUri: string;
-  result: Promise<URLSearchParams>;
-  /** Ends the flow: a waiting `result` rejects with `why`. */
-  close: (why: string) => void;
+  /** Its `close` ends the flow: a waiting `result` rejects with `why`. */
+  listener: LoopbackListener;
   timer: ReturnType<typeof setTimeout>;
 }
 
@@ -409,6 +414,7 @@ export class OAuthClient {
     const state = randomString(32);
     const flowId = randomString(16);
     const listener = listenForRedirect({
+      state,
       unfinished:
         `the authorization of ${name} ended unfinished; run "sherlock auth ${name}" again`,
       received:
@@ -434,7 +440,7 @@ export class OAuthClient {
         flowId,
         `no authorization arrived within ${
           AUTHORIZATION_TIMEOUT_MS / 1000
-        } s; run "sherlock auth ${name}" again`,
+        } s; run "sherlock auth ${name}" again${ignoredNote(listener.ignored)}`,
       );
     }, AUTHORIZATION_TIMEOUT_MS);
     this.#flows.set(flowId, {
@@ -448,8 +454,7 @@ export class OAuthClient {
       verifier,
       state,
       redirectUri,
-      result: listener.result,
-      close: listener.close,
+      listener,
       timer,
     });
     return { flow: flowId, url: url.href };
@@ -465,7 +470,7 @@ export class OAuthClient {
     flowId: string,
     store: () => SecretStore,
     signal?: AbortSignal,
-  ): Promise<OAuthServiceStatus> {
+  ): Promise<OAuthFinished> {
     const device = this.#deviceFlows.get(flowId);
     if (device) return await this.#finishDevice(flowId, device, store);
     const flow = this.#flows.get(flowId);
@@ -485,7 +490,7 @@ export class OAuthClient {
     let query: URLSearchParams;
     try {
       // The flow's own timer ends it after AUTHORIZATION_TIMEOUT_MS.
-      query = await flow.result;
+      query = await flow.listener.result;
     } finally {
       signal?.removeEventListener("abort", interrupted);
       this.#endFlow(flowId, "the authorization ended");
@@ -495,7 +500,10 @@ export class OAuthClient {
       issuer: flow.issuer,
       issRequired: flow.metadata.issParameterSupported,
     });
-    if ("problem" in checked) throw failed(checked.problem);
+    const ignored = flow.listener.ignored;
+    if ("problem" in checked) {
+      throw failed(`${checked.problem}${ignoredNote(ignored)}`);
+    }
     const client = clientAuthentication({
       clientId: flow.client.clientId,
       clientSecret: clientSecret(
@@ -517,7 +525,16 @@ export class OAuthClient {
       form,
       headers: client.headers,
     });
-    return await this.#keepGrant(flow, answer, store);
+    const status = await this.#keepGrant(flow, answer, store);
+    const who = signedInAs(
+      (answer.json as Record<string, unknown> | null)?.id_token,
+      { issuer: flow.issuer, clientId: flow.client.clientId },
+    );
+    return {
+      ...status,
+      ...(who !== undefined ? { signedInAs: who } : {}),
+      ...(ignored > 0 ? { ignoredRequests: ignored } : {}),
+    };
   }
 
   /** Asks for a device code and polls for it in the background. */
@@ -630,7 +647,7 @@ export class OAuthClient {
     if (!flow) return;
     this.#flows.delete(flowId);
     clearTimeout(flow.timer);
-    flow.close(why);
+    flow.listener.close(why);
   }
 
   /** Ends every flow (the daemon stops). */

@@ -237,3 +237,33 @@ function decodeBase64Url(text: string): Uint8Array<ArrayBuffer> {
     throw new IdTokenError("the ID token is not base64url");
   }
 }
+
+/**
+ * Who signed in, as the ID token of a token answer names them
+ * (`preferred_username`, else `email`, with the `sub`), or undefined when
+ * the answer has none or it does not hold. The token came straight from
+ * the token endpoint (OpenID Connect Core §3.1.3.7 lets that stand in for
+ * checking its signature); its issuer, audience and expiry must still
+ * hold. It only names the account for the operator; nothing keeps it.
+ */
+export function signedInAs(
+  idToken: unknown,
+  expected: IdTokenExpectations,
+): string | undefined {
+  if (typeof idToken !== "string") return undefined;
+  const claims = unverifiedClaims(idToken);
+  if (!claims) return undefined;
+  try {
+    checkClaims(claims, expected);
+  } catch {
+    return undefined;
+  }
+  const printable = (value: unknown) =>
+    typeof value === "string" && value !== ""
+      // The server's words: no control character, one short line.
+      ? value.replace(/[\p{Cc}\p{Cf}]/gu, "").slice(0, 200)
+      : undefined;
+  const sub = printable(claims.sub)!;
+  const name = printable(claims.preferred_username) ?? printable(claims.email);
+  return name !== undefined && name !== sub ? `${name} (subject ${sub})` : sub;
+}

@@ -13,7 +13,7 @@
  * @module
  */
 
-import type { OidcLoginStatus } from "../../protocol.ts";
+import type { OidcFinished, OidcLoginStatus } from "../../protocol.ts";
 import { BrokerRequestError } from "../request_error.ts";
 import { isFresh, type Token } from "../token_cache.ts";
 import {
@@ -33,7 +33,11 @@ import {
   type Jwk,
   verifyIdToken,
 } from "./id_token.ts";
-import { listenForRedirect, type LoopbackListener } from "./loopback.ts";
+import {
+  ignoredNote,
+  listenForRedirect,
+  type LoopbackListener,
+} from "./loopback.ts";
 import {
   type ClaimsSource,
   workloadClaims,
@@ -287,6 +291,7 @@ export class OidcLogin {
     const state = randomString(32);
     const nonce = randomString(32);
     const listener = listenForRedirect({
+      state,
       unfinished: `the login ended unfinished; run "sherlock login" again`,
       received: "sherlock received the login; you can close this window.",
     });
@@ -318,7 +323,7 @@ export class OidcLogin {
    * Waits for flow `flowId` to end (the redirect, or the device approval),
    * validates the ID token and holds the tokens. Returns the new status.
    */
-  async finish(flowId: string): Promise<OidcLoginStatus> {
+  async finish(flowId: string): Promise<OidcFinished> {
     const flow = this.#flows.get(flowId);
     if (!flow) {
       throw new BrokerRequestError({
@@ -330,6 +335,7 @@ export class OidcLogin {
       const { config, provider } = flow;
       let answer: JsonAnswer;
       let nonce: string | undefined;
+      let ignored = 0;
       if (flow.browser) {
         const { listener, state, verifier } = flow.browser;
         nonce = flow.browser.nonce;
@@ -339,7 +345,10 @@ export class OidcLogin {
           issuer: config.issuer,
           issRequired: provider.metadata.issParameterSupported,
         });
-        if ("problem" in checked) throw failed(checked.problem);
+        ignored = listener.ignored;
+        if ("problem" in checked) {
+          throw failed(`${checked.problem}${ignoredNote(ignored)}`);
+        }
         answer = await requestJson(provider.metadata.tokenEndpoint, {
           form: {
             grant_type: "authorization_code",
@@ -360,7 +369,8 @@ export class OidcLogin {
         );
       }
       const claims = await validate(idToken, { config, provider, nonce });
-      return this.#hold({ config, provider, claims, idToken, tokens });
+      const status = this.#hold({ config, provider, claims, idToken, tokens });
+      return ignored > 0 ? { ...status, ignoredRequests: ignored } : status;
     } finally {
       this.#endFlow(flowId);
     }
@@ -586,15 +596,24 @@ export class OidcLogin {
   }
 
   #expire(flowId: string): ReturnType<typeof setTimeout> {
-    return setTimeout(() => this.#endFlow(flowId), AUTHORIZATION_TIMEOUT_MS);
+    return setTimeout(() => {
+      const ignored = this.#flows.get(flowId)?.browser?.listener.ignored ?? 0;
+      this.#endFlow(
+        flowId,
+        `no login arrived within ${
+          AUTHORIZATION_TIMEOUT_MS / 1000
+        } s; run "sherlock login" again${ignoredNote(ignored)}`,
+      );
+    }, AUTHORIZATION_TIMEOUT_MS);
   }
 
-  #endFlow(flowId: string): void {
+  /** Ends a flow; a waiting browser flow fails with `why` (when given). */
+  #endFlow(flowId: string, why?: string): void {
     const flow = this.#flows.get(flowId);
     if (!flow) return;
     this.#flows.delete(flowId);
     clearTimeout(flow.timer);
-    flow.browser?.listener.close();
+    flow.browser?.listener.close(why);
     flow.device?.abort.abort();
   }
 }

@@ -37,3 +37,23 @@ export function hasControlCharacters(value: string): boolean {
   // deno-lint-ignore no-control-regex -- control characters are the point
   return /[\x00-\x1f\x7f]/.test(value);
 }
+
+/**
+ * The most characters of a key or name from an operator's file (or argv)
+ * that an error line quotes: enough to recognize it, and a line stays one
+ * readable line however long the key.
+ */
+export const MAX_QUOTED_LENGTH = 64;
+
+/**
+ * `text` as an error line quotes it: whole up to
+ * {@linkcode MAX_QUOTED_LENGTH} characters, else its start and `…`.
+ */
+export function shortenForQuote(text: string): string {
+  if (text.length <= MAX_QUOTED_LENGTH) return text;
+  let end = MAX_QUOTED_LENGTH;
+  // Never half a surrogate pair.
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${text.slice(0, end)}…`;
+}

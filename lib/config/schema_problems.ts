@@ -168,6 +168,21 @@ export function findKeyLine(
   return undefined;
 }
 
+/**
+ * The 1-based line of the first header or assignment that sets the key at
+ * `path` or a key below it (a header `[a.b.c]` for the path `a.b`), or
+ * undefined: where a document nested too deep goes deeper than allowed.
+ */
+export function findLineUnder(
+  text: string,
+  path: readonly string[],
+): number | undefined {
+  const wanted = path.join(".");
+  return locateKeys(text).find((entry) =>
+    entry.key === wanted || entry.key.startsWith(`${wanted}.`)
+  )?.line;
+}
+
 const KEY_PART = String.raw`(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')`;
 const DOTTED_KEY = String.raw`${KEY_PART}(?:\s*\.\s*${KEY_PART})*`;
 const HEADER = new RegExp(

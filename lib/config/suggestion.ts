@@ -8,21 +8,36 @@
  */
 
 /**
+ * The longest word for which a suggestion is looked for: longer than any
+ * key, command, agent or secret name by far.
+ */
+export const MAX_SUGGESTED_LENGTH = 128;
+
+/**
  * The candidate closest to `word`, when it is close enough to be a typo:
  * at most one edit for names of up to four characters, two for longer
  * ones (a swap of two neighbours counts as one edit). Undefined when none
- * is, or when two are equally close (a guess would mislead).
+ * is, when two are equally close (a guess would mislead), or when `word` is
+ * longer than {@linkcode MAX_SUGGESTED_LENGTH} (then `candidates` is not
+ * read at all).
  */
 export function closestName(
   word: string,
   candidates: Iterable<string>,
 ): string | undefined {
+  // A word far longer than any name is no typo of one, and measuring it
+  // would cost its length times each candidate's (a key of 900 K
+  // characters: seconds and hundreds of MB per candidate).
+  if (word.length > MAX_SUGGESTED_LENGTH) return undefined;
   const limit = word.length <= 4 ? 1 : 2;
   let best: string | undefined;
   let bestDistance = Infinity;
   let tie = false;
   for (const candidate of new Set(candidates)) {
     if (candidate === word) continue;
+    // The lengths' difference is a lower bound of the distance: such a
+    // candidate can be neither the answer nor a tie with it.
+    if (Math.abs(candidate.length - word.length) > limit) continue;
     const distance = editDistance(word, candidate);
     if (distance < bestDistance) {
       best = candidate;

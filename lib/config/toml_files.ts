@@ -12,6 +12,7 @@ import { importLazily } from "../runtime/lazy_import.ts";
 import { join } from "../runtime/path.ts";
 import { ConfigError } from "../errors.ts";
 import { describeFsError } from "../private_files.ts";
+import { shortenForQuote } from "./names.ts";
 import { ValidationCache } from "./validation_cache.ts";
 
 /** What is wrong with one file. */
@@ -54,14 +55,15 @@ export class InvalidFileError extends ConfigError {
 
 /**
  * Formats a problem as `path:line:column: key: reason`, and each further
- * problem of the file the same way on a line of its own.
+ * problem of the file the same way on a line of its own. A key longer than
+ * `MAX_QUOTED_LENGTH` (names.ts) is quoted by its start and `…`.
  */
 export function formatProblem(problem: FileProblem): string {
   return [problem, ...(problem.further ?? [])].map((each) => {
     let where = problem.path;
     if (each.line !== undefined) where += `:${each.line}`;
     if (each.column !== undefined) where += `:${each.column}`;
-    const key = each.key ? `${each.key}: ` : "";
+    const key = each.key ? `${shortenForQuote(each.key)}: ` : "";
     return `${where}: ${key}${each.reason}`;
   }).join("\n");
 }
@@ -91,6 +93,21 @@ export async function readTomlFile<T>(options: ReadTomlOptions<T>): Promise<T> {
   if (cached !== undefined) return cached as T;
 
   const raw = await parseTomlText(options.path, options.text);
+  // Before anything else walks it: the NUL check and the schema would each
+  // need a stack as deep as the document.
+  const deep = keyNestedTooDeep(raw);
+  if (deep !== undefined) {
+    const { findLineUnder } = await importLazily<
+      typeof import("./schema_problems.ts")
+    >(new URL("./schema_problems.ts", import.meta.url));
+    throw new InvalidFileError({
+      path: options.path,
+      line: findLineUnder(options.text, deep),
+      key: deep.join("."),
+      reason: `tables or arrays nested more than ${MAX_NESTING_DEPTH} ` +
+        "levels deep; sherlock's files nest a few at most: remove the nesting",
+    });
+  }
   const nul = keyHoldingNul(raw);
   if (nul !== undefined) {
     const { findKeyLine } = await importLazily<
@@ -188,33 +205,101 @@ function isEmptyTable(value: unknown): boolean {
 }
 
 /**
+ * The deepest an operator file's tables and arrays may nest. sherlock's own
+ * files nest three levels (`[server.env]` holds strings); a header such as
+ * `[a.a.a…]` thousands of levels deep is no file of sherlock's, and every
+ * walk over it (this module's, zod's) would need a stack that deep.
+ */
+export const MAX_NESTING_DEPTH = 32;
+
+/** One value of a parsed document, and the key path that leads to it. */
+interface Visit {
+  value: unknown;
+  /** Its key path, linked to its parent's: no copy per level. */
+  path: KeyPath | undefined;
+  /** How many tables and arrays hold it. */
+  depth: number;
+}
+
+interface KeyPath {
+  key: string;
+  parent: KeyPath | undefined;
+}
+
+function keysOf(path: KeyPath | undefined): string[] {
+  const keys: string[] = [];
+  for (let at = path; at !== undefined; at = at.parent) keys.push(at.key);
+  return keys.reverse();
+}
+
+/**
+ * Calls `check` on every value of a parsed document (tables and arrays
+ * included), depth first and in the document's order, until it returns a
+ * key path. Without recursion: the walk itself never runs out of stack,
+ * however deep the document.
+ */
+function findInDocument(
+  document: unknown,
+  check: (visit: Visit) => string[] | undefined,
+): string[] | undefined {
+  const pending: Visit[] = [{ value: document, path: undefined, depth: 0 }];
+  while (pending.length > 0) {
+    const visit = pending.pop()!;
+    const found = check(visit);
+    if (found !== undefined) return found;
+    const { value, path, depth } = visit;
+    const children: Visit[] = [];
+    if (Array.isArray(value)) {
+      // An element is reported by its array's key (or a table's key inside it).
+      for (const item of value) {
+        children.push({ value: item, path, depth: depth + 1 });
+      }
+    } else if (typeof value === "object" && value !== null) {
+      for (const [key, item] of Object.entries(value)) {
+        children.push({
+          value: item,
+          path: { key, parent: path },
+          depth: depth + 1,
+        });
+      }
+    }
+    // Reversed onto the stack, so that the first child is visited first.
+    for (let index = children.length - 1; index >= 0; index--) {
+      pending.push(children[index]);
+    }
+  }
+  return undefined;
+}
+
+/**
  * The key path of the first key or string value in `value` that holds a
  * NUL character, or undefined. Such a string cannot reach an argv, an
  * environment or most files, so it is refused before the schema sees it.
  */
-export function keyHoldingNul(
-  value: unknown,
-  path: readonly string[] = [],
-): string[] | undefined {
-  if (typeof value === "string") {
-    return value.includes("\0") ? [...path] : undefined;
-  }
-  if (Array.isArray(value)) {
-    // An element is reported by its array's key (or a table's key inside it).
-    for (const item of value) {
-      const found = keyHoldingNul(item, path);
-      if (found !== undefined) return found;
+export function keyHoldingNul(value: unknown): string[] | undefined {
+  return findInDocument(value, ({ value, path }) => {
+    if (path?.key.includes("\0")) {
+      return [...keysOf(path.parent), path.key.replaceAll("\0", "\\0")];
     }
-    return undefined;
-  }
-  if (typeof value === "object" && value !== null) {
-    for (const [key, item] of Object.entries(value)) {
-      if (key.includes("\0")) return [...path, key.replaceAll("\0", "\\0")];
-      const found = keyHoldingNul(item, [...path, key]);
-      if (found !== undefined) return found;
-    }
-  }
-  return undefined;
+    return typeof value === "string" && value.includes("\0")
+      ? keysOf(path)
+      : undefined;
+  });
+}
+
+/**
+ * The key path of the first table or array nested deeper than
+ * {@linkcode MAX_NESTING_DEPTH} (the path down to that depth), or
+ * undefined.
+ */
+export function keyNestedTooDeep(value: unknown): string[] | undefined {
+  return findInDocument(
+    value,
+    ({ value, path, depth }) =>
+      depth > MAX_NESTING_DEPTH && typeof value === "object" && value !== null
+        ? keysOf(path)
+        : undefined,
+  );
 }
 
 /**

@@ -166,3 +166,116 @@ Deno.test("the validation cache forgets a file that is gone on the next run", as
     [join(home.agentsDir, "fake.toml"), join(home.servicesDir, "good.toml")],
   );
 });
+
+/** `[a.a.a…]`: a table header `levels` tables deep (2 bytes a level). */
+function nestedHeader(levels: number): string {
+  return `[${Array(levels).fill("a").join(".")}]\n`;
+}
+
+/** Runs the fake agent through sherlock; returns the servers it was given. */
+async function runSession(
+  home: TestHome,
+): Promise<{ result: SherlockResult; servers: string[] }> {
+  using agent = new AgentRun(home.scratch, {
+    config: "env:SHERLOCK_MCP_CONFIG",
+  });
+  const result = await sherlock(home, ["fake"], agent.env);
+  const text = agent.hasStarted ? agent.record().config?.text : undefined;
+  const servers = text ? Object.keys(JSON.parse(text).mcpServers ?? {}) : [];
+  return { result, servers };
+}
+
+function assertNoStackTrace(result: SherlockResult): void {
+  assert.doesNotMatch(result.stderr, /internal error|RangeError|\n\s+at /);
+}
+
+Deno.test("a services file with a header nested 20 000 levels deep: that service is skipped with file and line, the session runs (issue 17, item 12)", async () => {
+  await using home = await homeWithGoodService();
+  const deep = home.writeService(
+    "deep",
+    stdioServiceToml("deep", { command: "deep-server" }) + nestedHeader(20_000),
+  );
+  assert.ok(Deno.statSync(deep).size > 40_000);
+  const line = Deno.readTextFileSync(deep).split("\n").length - 1;
+  const refusal = new RegExp(
+    `^sherlock: skipping service: ${deep}:${line}: a\\.a\\.[a.]+…?: ` +
+      "tables or arrays nested more than 32 levels deep; " +
+      "sherlock's files nest a few at most: remove the nesting$",
+  );
+
+  const { result, servers } = await runSession(home);
+  assertNoStackTrace(result);
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(lines(result.stderr).length, 1, result.stderr);
+  assert.match(lines(result.stderr)[0], refusal);
+  assert.deepEqual(servers, ["good"]);
+
+  const listed = await sherlock(home, ["services"]);
+  assertNoStackTrace(listed);
+  assert.match(listed.stdout, /^good /m);
+});
+
+Deno.test("a profile or config.toml nested 20 000 levels deep: one line with file and line, exit 78 (issue 17, item 12)", async () => {
+  await using home = await homeWithGoodService();
+  const profile = join(home.agentsDir, "deep.toml");
+  Deno.writeTextFileSync(
+    profile,
+    Deno.readTextFileSync(join(home.agentsDir, "fake.toml")) +
+      nestedHeader(20_000),
+  );
+  const profileLine = Deno.readTextFileSync(profile).split("\n").length - 1;
+  const deep = await sherlock(home, ["run", "--dry-run", "deep"]);
+  assertNoStackTrace(deep);
+  assert.equal(deep.code, 78, deep.stderr);
+  assert.equal(lines(deep.stderr).length, 1, deep.stderr);
+  assert.match(
+    deep.stderr,
+    new RegExp(`^sherlock: ${profile}:${profileLine}: a\\.a\\.[a.]+…?: tables`),
+  );
+
+  const config = join(home.configHome, "sherlock", "config.toml");
+  Deno.writeTextFileSync(config, `# mine\n${nestedHeader(20_000)}`);
+  using agent = new AgentRun(home.scratch);
+  const run = await sherlock(home, ["fake"], agent.env);
+  assertNoStackTrace(run);
+  assert.equal(run.code, 78, run.stderr);
+  assert.equal(lines(run.stderr).length, 1, run.stderr);
+  assert.match(run.stderr, new RegExp(`^sherlock: ${config}:2: a\\.a\\.`));
+  assert.equal(agent.hasStarted, false);
+});
+
+Deno.test("an unknown key of 900 K characters: one short line, the service skipped, no suggestion measured (issue 17, item 13)", async () => {
+  await using home = await homeWithGoodService();
+  const long = home.writeService(
+    "long",
+    stdioServiceToml("long", { command: "long-server" }).replace(
+      "[server]\n",
+      `[server]\n${"k".repeat(900_000)} = 1\n`,
+    ),
+  );
+  assert.ok(Deno.statSync(long).size < 1024 * 1024, "under the read limit");
+  const line = Deno.readTextFileSync(long).split("\n")
+    .findIndex((text) => text.startsWith("kkk")) + 1;
+
+  const { result, servers } = await runSession(home);
+  assertNoStackTrace(result);
+  assert.equal(result.code, 0, result.stderr);
+  assert.deepEqual(lines(result.stderr), [
+    `sherlock: skipping service: ${long}:${line}: server.${
+      "k".repeat(57)
+    }…: unknown key (allowed here: command, args, env, url, transport, headers)`,
+  ]);
+  assert.deepEqual(servers, ["good"]);
+
+  // The suggestion's edit distance built a 900 K × n matrix per candidate:
+  // ~750 MB. Memory, not time, is what the test can hold it to.
+  const measured = await measurePeakMemory(
+    sherlockCommand(["run", "--dry-run", "fake"]),
+    { env: home.env, cwd: home.work, timeoutMs: 60_000 },
+  );
+  assert.equal(measured.code, 0, measured.stderr);
+  assert.ok(
+    measured.peakKiB < 256 * 1024,
+    `peak memory ${measured.peakKiB} KiB`,
+  );
+});

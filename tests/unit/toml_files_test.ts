@@ -8,7 +8,10 @@ import { join } from "node:path";
 import {
   formatProblem,
   InvalidFileError,
+  keyHoldingNul,
+  keyNestedTooDeep,
   listTomlFiles,
+  MAX_NESTING_DEPTH,
   MAX_OPERATOR_FILE_BYTES,
   parseTomlText,
   readNamedTomlFile,
@@ -277,4 +280,95 @@ Deno.test("readOperatorFile: a file whose size says 0 (procfs) is read to its en
   const text = readOperatorFile("/proc/self/status", "a profile");
   assert.match(text ?? "", /^Name:/);
   assert.match(text ?? "", /\nPid:\s+\d+\n/);
+});
+
+/** `[a.a.a…]`: a table header `levels` tables deep (2 bytes a level). */
+function nestedHeader(levels: number): string {
+  return `[${Array(levels).fill("a").join(".")}]\n`;
+}
+
+Deno.test("readTomlFile: a header nested 20 000 levels deep (40 KB) is refused with its line, not a stack overflow (issue 17, item 12)", async () => {
+  const text = `# a service\n[service]\nname = "deep"\n\n${
+    nestedHeader(20_000)
+  }`;
+  assert.ok(text.length > 40_000);
+  await assert.rejects(
+    readTomlFile({
+      kind: "service",
+      path: "/s/deep.toml",
+      text,
+      loadValidator: () => Promise.resolve(accept),
+      cache: new ValidationCache(),
+    }),
+    (error: unknown) => {
+      assert.ok(error instanceof InvalidFileError, String(error));
+      assert.equal(error.exitCode, 78);
+      assert.equal(error.problem.line, 5);
+      assert.equal(error.message.split("\n").length, 1);
+      assert.match(
+        error.message,
+        /^\/s\/deep\.toml:5: a\.a\.a[a.]*…?: tables or arrays nested more than 32 levels deep; sherlock's files nest a few at most: remove the nesting$/,
+      );
+      assert.ok(error.message.length < 300, error.message);
+      return true;
+    },
+  );
+});
+
+Deno.test("readTomlFile: nesting up to the bound is read; one level more is refused, arrays count too", async () => {
+  const read = (text: string) =>
+    readTomlFile({
+      kind: "config",
+      path: "/c.toml",
+      text,
+      loadValidator: () => Promise.resolve(accept),
+      cache: new ValidationCache(),
+    });
+  assert.deepEqual(await read(nestedHeader(MAX_NESTING_DEPTH)), { n: 1 });
+  await assert.rejects(read(nestedHeader(MAX_NESTING_DEPTH + 1)), /:1: a\.a/);
+  const arrays = `x = ${"[".repeat(40)}${"]".repeat(40)}\n`;
+  await assert.rejects(
+    read(`y = 1\n${arrays}`),
+    /\/c\.toml:2: x: tables or arrays nested/,
+  );
+});
+
+Deno.test("keyHoldingNul and keyNestedTooDeep walk any depth without recursion", () => {
+  // Built by hand: deeper than any stack a recursive walk would have.
+  const deep: Record<string, unknown> = {};
+  let table = deep;
+  for (let level = 0; level < 200_000; level++) {
+    const inner: Record<string, unknown> = {};
+    table.a = inner;
+    table = inner;
+  }
+  table.b = "x\0y";
+  const nul = keyHoldingNul(deep);
+  assert.equal(nul?.length, 200_001);
+  assert.equal(nul?.at(-1), "b");
+  assert.deepEqual(
+    keyNestedTooDeep(deep),
+    Array(MAX_NESTING_DEPTH + 1).fill("a"),
+  );
+  assert.equal(keyNestedTooDeep({ a: { b: [{ c: "d" }] } }), undefined);
+  assert.deepEqual(keyHoldingNul({ a: "ok", "b\0": 1 }), ["b\\0"]);
+  assert.deepEqual(keyHoldingNul({ a: ["ok", { c: "\0" }] }), ["a", "c"]);
+  assert.deepEqual(
+    keyHoldingNul({ a: { x: "\0" }, b: "\0" }),
+    ["a", "x"],
+    "document order",
+  );
+});
+
+Deno.test("formatProblem: a 900 K-character key is quoted by a short start and an ellipsis (issue 17, item 13)", () => {
+  const line = formatProblem({
+    path: "/s/long.toml",
+    line: 5,
+    key: `server.${"k".repeat(900_000)}`,
+    reason: "unknown key",
+  });
+  assert.equal(
+    line,
+    `/s/long.toml:5: server.${"k".repeat(57)}…: unknown key`,
+  );
 });

@@ -5,7 +5,8 @@
  * two things: a part may import its own modules, the shared files, what
  * its row names, and what those may import in turn (the arrows are
  * transitive); a `.ts` name on the right is that file only; `(lazily)` is
- * an arrow only `importLazily` or a type may take.
+ * an arrow only `importLazily` or a type may take. The drawing above the
+ * table must draw the same arrows, so neither goes stale alone.
  *
  * An import is any static `import`/`export … from`, `import type`, a
  * `typeof import("…")` type and an `importLazily(new URL("…",
@@ -212,6 +213,72 @@ function violations(rules: Rules, sources: Map<string, string>): string[] {
   return problems;
 }
 
+/**
+ * The arrows of the drawing in "Import rules" (the code block before the
+ * table): each line is a chain `a ──► b, c ──► d` (every name of a link to
+ * every name of the next); a line that starts with `├` or `└` branches
+ * from the name drawn above that column; a `(…)` at a line's end is a
+ * comment. "every part" is the shared files' row.
+ */
+function drawnArrows(text = Deno.readTextFileSync(ARCHITECTURE)): Set<string> {
+  const section = text.slice(text.indexOf("## Import rules"));
+  const block = /```\n([\s\S]*?)```/.exec(section)?.[1];
+  assert.ok(block, "docs/architecture.md, Import rules: no drawing");
+  const drawn: { line: number; start: number; end: number; name: string }[] =
+    [];
+  const arrows = new Set<string>();
+  block.trimEnd().split("\n").forEach((text, line) => {
+    const code = text.replace(/\s+\([^)]*\)\s*$/, "");
+    const branch = /^\s*[│ ]*([├└])/.exec(code);
+    let previous: string[] = [];
+    if (branch) {
+      const column = branch[0].length - 1;
+      const above = drawn.filter((name) =>
+        name.start <= column && column < name.end
+      ).at(-1);
+      assert.ok(above, `the drawing's line ${line + 1} branches from nothing`);
+      previous = [above.name];
+    }
+    const pattern = /(──►|┄┄►)|([\w./]+(?: part)?)/g;
+    let lazily = false;
+    let link: string[] = [];
+    const close = () => {
+      if (link.length === 0) return;
+      for (const from of previous) {
+        for (const to of link) {
+          arrows.add(`${from} -> ${to}${lazily ? " (lazily)" : ""}`);
+        }
+      }
+      previous = link;
+      link = [];
+    };
+    for (const match of code.slice(branch?.[0].length ?? 0).matchAll(pattern)) {
+      if (match[1]) {
+        close();
+        lazily = match[1] === "┄┄►";
+        continue;
+      }
+      const start = (branch?.[0].length ?? 0) + match.index!;
+      drawn.push({ line, start, end: start + match[2].length, name: match[2] });
+      link.push(match[2]);
+    }
+    close();
+  });
+  return arrows;
+}
+
+/** The table's arrows, written as {@linkcode drawnArrows} writes them. */
+function tableArrows(rules: Rules): Set<string> {
+  const arrows = new Set<string>();
+  for (const [part, targets] of rules.arrows) {
+    for (const { target, lazily } of targets) {
+      arrows.add(`${part} -> ${target}${lazily ? " (lazily)" : ""}`);
+    }
+  }
+  for (const name of rules.shared) arrows.add(`every part -> ${name}`);
+  return arrows;
+}
+
 /** The files of the repository's `main.ts` and `lib/`, with their text. */
 function repositorySources(): Map<string, string> {
   return new Map(
@@ -251,6 +318,18 @@ Deno.test("the import rules' table names real parts and files, and has no cycle"
   for (const name of rules.shared) {
     assert.ok(rules.arrows.has(name), `the shared ${name} needs a row`);
   }
+});
+
+Deno.test("the drawing of the import rules and their table say the same, arrow for arrow", () => {
+  const drawn = drawnArrows();
+  const table = tableArrows(readRules());
+  assert.deepEqual(
+    {
+      "drawn, not in the table": [...drawn].filter((a) => !table.has(a)),
+      "in the table, not drawn": [...table].filter((a) => !drawn.has(a)),
+    },
+    { "drawn, not in the table": [], "in the table, not drawn": [] },
+  );
 });
 
 Deno.test("the rules refuse a wrong-way import, naming the file, the import and the rule", () => {

@@ -30,7 +30,11 @@ import {
 import { brokerDaemonPids } from "../helpers/daemon_processes.ts";
 import { runSherlock, type SherlockResult } from "../helpers/sherlock.ts";
 import { waitUntil } from "../helpers/wait.ts";
-import { fetchToken, registerSession } from "../../lib/broker/client.ts";
+import {
+  fetchToken,
+  registerSession,
+  reportScopeChallenge,
+} from "../../lib/broker/client.ts";
 import { ExitCode, SherlockError } from "../../lib/errors.ts";
 
 /** The uid of nobody: a data folder it owns is not the daemon's to write. */
@@ -204,6 +208,25 @@ Deno.test("two daemons sharing one store take turns refreshing one rotating gran
   }
   assert.equal(await authorized(home.sherlock), true);
   assert.equal(await authorized(ssh.sherlock), true);
+
+  // A step-up recorded by the daemon that did not refresh last changes the
+  // grant on disk, not the grant it last saw: the rotated refresh token
+  // stays, and a restarted desktop daemon refreshes with it.
+  await get(desktop);
+  const recorded = await reportScopeChallenge(ssh.socket, {
+    service: "remote",
+    capability: remoteSession.capability,
+    scope: "mcp:admin",
+  });
+  assert.deepEqual(recorded, { recorded: true, scopesNeeded: ["mcp:admin"] });
+  const stop = await home.sherlock(["broker", "stop"]);
+  assert.equal(stop.code, 0, stop.stderr);
+  await waitUntil(() => home.daemonPids().length === 0, "the daemon to exit");
+  await home.login();
+  desktop.capability = await session(home.socket);
+  last.delete(home.socket);
+  assert.equal(await callRemote(remote.url, await get(desktop)), 200);
+
   // A revoke in one daemon: the other's status reads the store again.
   const revoke = await home.sherlock(["auth", "revoke", "remote"]);
   assert.equal(revoke.code, 0, revoke.stderr);

@@ -167,6 +167,7 @@ export class EnterpriseAuthorization {
       challenge: discovered.challengeScope,
       supported: discovered.scopesSupported,
       configured: service.token.scopes,
+      serverSupported: metadata.scopesSupported,
     });
     // The client first: a registration or a missing secret fails before
     // the provider issues anything.

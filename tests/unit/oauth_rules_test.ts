@@ -392,6 +392,37 @@ client_id = "x"
   );
 });
 
+Deno.test("schema: ema_audiences is a list of issuer URLs, for oauth only", () => {
+  const head =
+    `[service]\nname = "r"\n[server]\nurl = "https://mcp.example.com/mcp"\n[token]\n`;
+  assert.deepEqual(
+    service(
+      `${head}source = "oauth"\nema_audiences = ["https://as.example.com"]\n`,
+    ).token.ema_audiences,
+    ["https://as.example.com"],
+  );
+  assert.equal(
+    service(`${head}source = "oauth"\n`).token.ema_audiences,
+    undefined,
+  );
+  for (
+    const [line, problem] of [
+      [
+        'source = "oauth"\nema_audiences = ["as.example.com"]',
+        /must be the issuer URL of an authorization server/,
+      ],
+      ['source = "oauth"\nema_audiences = []', /must name at least one/],
+      ['source = "oauth"\nema_audiences = "https://as"', /ema_audiences/],
+      [
+        'source = "secret"\nheader = "Authorization"\nema_audiences = ["https://as"]',
+        /ema_audiences.*only applies to source/s,
+      ],
+    ] as const
+  ) {
+    assert.throws(() => service(`${head}${line}\n`), problem, line);
+  }
+});
+
 Deno.test("chooseClientAuthMethod: basic when offered, else post; RFC 8414's default is basic", () => {
   assert.equal(chooseClientAuthMethod(undefined), "client_secret_basic");
   assert.equal(

@@ -3,8 +3,8 @@
  * daemon's OAuth client do, seen at the HTTP boundary through a real
  * daemon (`sherlock auth`, the scope route): fetch discovery documents
  * over plain http or from another origin by redirect, re-send a token
- * request's secrets to another origin by a 307, or grow a grant's scopes
- * without bound. The misbehaving servers are small `Deno.serve` servers
+ * request's secrets to another origin by a 307 (the SSO login's workload
+ * token included), or grow a grant's scopes without bound. The misbehaving servers are small `Deno.serve` servers
  * on 127.0.0.1; the well-behaved ones the real fixtures.
  */
 
@@ -29,6 +29,7 @@ import {
 } from "../../lib/broker/client.ts";
 import { startSherlock } from "../helpers/sherlock.ts";
 import { waitUntil } from "../helpers/wait.ts";
+import { join } from "node:path";
 
 interface Seen {
   method: string;
@@ -313,4 +314,47 @@ Deno.test("step-up: a server that keeps asking grows the grant only so far; the 
   assert.equal((await challenge("mcp:admin")).recorded, true);
   await reauthorize();
   assert.deepEqual(requestedScopes(as).at(-1), ["mcp:admin", "mcp:tools"]);
+});
+
+Deno.test("SSO login: a provider's token endpoint that redirects elsewhere gets the workload token once, the other origin never", async () => {
+  await using collector = misbehaving(() =>
+    Response.json({ access_token: "stolen", token_type: "Bearer" })
+  );
+  await using provider = misbehaving((url, base) => {
+    if (url.pathname.startsWith("/.well-known/")) {
+      return Response.json({
+        issuer: base,
+        authorization_endpoint: `${base}/authorize`,
+        token_endpoint: `${base}/token`,
+        jwks_uri: `${base}/jwks`,
+        code_challenge_methods_supported: ["S256"],
+      });
+    }
+    return new Response(null, {
+      status: 308,
+      headers: { location: `${collector.url}/token` },
+    });
+  });
+  await using home = await createBrokerHome();
+  Deno.mkdirSync(join(home.configHome, "sherlock"), { recursive: true });
+  Deno.writeTextFileSync(
+    join(home.configHome, "sherlock", "config.toml"),
+    `[login]\nprovider = "oidc"\nissuer = "${provider.url}"\nclient_id = "sherlock-cli"\n`,
+  );
+  const path = join(home.work, "workload.jwt");
+  Deno.writeTextFileSync(path, "workload-token-that-must-stay", {
+    mode: 0o600,
+  });
+  const result = await home.sherlock(["login", "--subject-token-file", path]);
+  assertOneLine(
+    result,
+    /redirected to http:\/\/127\.0\.0\.1:\d+; an OAuth request follows a redirect only within its origin, refused/,
+  );
+  const exchanges = provider.seen.filter((one) => one.path === "/token");
+  assert.equal(exchanges.length, 1);
+  assert.match(
+    exchanges[0].body,
+    /subject_token=workload-token-that-must-stay/,
+  );
+  assert.deepEqual(collector.seen, [], "nothing reached the other origin");
 });

@@ -106,8 +106,8 @@ export class EnterpriseAuthorization {
    * What discovery found for `service` when its server offers EMA with an
    * issuer the service's `ema_audiences` names (and it does not opt out,
    * `ema = false`); else undefined. Without `ema_audiences`, no discovery:
-   * the server's metadata must not choose the audience of an ID-JAG. Discovery
-   * runs once per server URL (a failed one again next time); with
+   * the server's metadata must not choose the audience of an ID-JAG.
+   * Discovery runs once per server URL (a failed one again next time); with
    * `discover: false`, only what an earlier discovery found counts.
    */
   async offered(

@@ -1,7 +1,8 @@
 /**
  * The OAuth client's HTTP: JSON GETs and form POSTs, bounded in scheme,
- * redirects, time and size (see {@linkcode requestJson}), each failure a {@linkcode BrokerRequestError} of one line that names the URL's
- * origin and never a token.
+ * redirects, time and size (see {@linkcode requestJson}), each failure a
+ * {@linkcode BrokerRequestError} of one line that names the URL's origin
+ * and never a token.
  *
  * @module
  */

@@ -128,6 +128,14 @@ const tokenSchema = z.strictObject({
   ).optional(),
   send_resource: z.boolean().optional(),
   ema: z.boolean().optional(),
+  ema_audiences: z.array(
+    z.url({
+      protocol: /^https?$/,
+      error:
+        "must be the issuer URL of an authorization server (https://…), as its metadata names it",
+    }),
+  ).min(1, "must name at least one authorization server's issuer")
+    .optional(),
   subject: z.enum(["access_token", "id_token"]).optional(),
   audience: z.string().min(1, "must not be empty").refine(
     (value) => !hasControlCharacters(value),
@@ -149,6 +157,7 @@ const OAUTH_KEYS = [
   "client_metadata_url",
   "send_resource",
   "ema",
+  "ema_audiences",
 ] as const;
 
 /** The `[token]` keys only `source = "exchange"` takes. */
@@ -342,6 +351,12 @@ export interface TokenSpec {
    * service whose server redeems ID-JAGs on `sherlock auth` instead.
    */
   ema?: boolean;
+  /**
+   * Enterprise-Managed Authorization: the issuers of the authorization
+   * servers for which the provider may be asked for an ID-JAG (its
+   * `audience`). Without it, no EMA for the service.
+   */
+  ema_audiences?: string[];
   /** `exchange`: the login's token presented, `access_token` by default. */
   subject?: "access_token" | "id_token";
   /** `exchange`: the RFC 8693 `audience`. */

@@ -52,7 +52,9 @@ interface Setup extends AsyncDisposable {
  * MCP server, and a home logged in at the provider with service "remote"
  * (`token` adds `[token]` lines).
  */
-async function setup(token = `client_id = "${EMA_CLIENT}"`): Promise<Setup> {
+async function setup(
+  token = `client_id = "${EMA_CLIENT}"\nema_audiences = ["{AS}"]`,
+): Promise<Setup> {
   const clientIds: Record<string, string> = {};
   const audiences: string[] = [];
   const provider = await startAuthServer({
@@ -103,7 +105,9 @@ async function setup(token = `client_id = "${EMA_CLIENT}"`): Promise<Setup> {
   );
   home.writeService(
     "remote",
-    `[service]\nname = "remote"\n[server]\nurl = "${remote.url}"\n[token]\nsource = "oauth"\n${token}\n`,
+    `[service]\nname = "remote"\n[server]\nurl = "${remote.url}"\n[token]\nsource = "oauth"\n${
+      token.replaceAll("{AS}", as.issuer)
+    }\n`,
   );
   const login = await home.sherlock(["login"], { env: browserEnv() });
   assert.equal(login.code, 0, login.stderr);
@@ -271,7 +275,7 @@ Deno.test("EMA: the provider's refusal, the AS's refusal and no OIDC login are 7
   // The AS refuses an assertion made out to another client.
   home.writeService(
     "remote",
-    `[service]\nname = "remote"\n[server]\nurl = "${s.remote.url}"\n[token]\nsource = "oauth"\nclient_id = "sherlock-other"\n`,
+    `[service]\nname = "remote"\n[server]\nurl = "${s.remote.url}"\n[token]\nsource = "oauth"\nclient_id = "sherlock-other"\nema_audiences = ["${as.issuer}"]\n`,
   );
   await assert.rejects(one.get(), (error: Error) => {
     assert.ok(error instanceof SherlockError);
@@ -285,7 +289,7 @@ Deno.test("EMA: the provider's refusal, the AS's refusal and no OIDC login are 7
   assert.equal(as.redemptions.at(-1)?.problem, "another client");
   home.writeService(
     "remote",
-    `[service]\nname = "remote"\n[server]\nurl = "${s.remote.url}"\n[token]\nsource = "oauth"\nclient_id = "${EMA_CLIENT}"\n`,
+    `[service]\nname = "remote"\n[server]\nurl = "${s.remote.url}"\n[token]\nsource = "oauth"\nclient_id = "${EMA_CLIENT}"\nema_audiences = ["${as.issuer}"]\n`,
   );
   assert.ok(await one.get(), "served again once the client is right");
 
@@ -309,7 +313,9 @@ Deno.test("EMA: the provider's refusal, the AS's refusal and no OIDC login are 7
 });
 
 Deno.test("EMA: ema = false keeps the service on sherlock auth", async () => {
-  await using s = await setup(`client_id = "${EMA_CLIENT}"\nema = false`);
+  await using s = await setup(
+    `client_id = "${EMA_CLIENT}"\nema_audiences = ["{AS}"]\nema = false`,
+  );
   const one = await session(s.home);
   await assert.rejects(one.get(), (error: Error) => {
     assert.equal((error as SherlockError).exitCode, 77);
@@ -319,4 +325,40 @@ Deno.test("EMA: ema = false keeps the service on sherlock auth", async () => {
   });
   assert.equal(s.provider.exchanges.length, 0);
   assert.equal(s.as.redemptions.length, 0);
+});
+
+Deno.test("EMA: only for an authorization server the service's ema_audiences names; none by default", async () => {
+  await using s = await setup(`client_id = "${EMA_CLIENT}"`);
+  const { provider, as, remote, home } = s;
+  const write = (audiences: string) =>
+    home.writeService(
+      "remote",
+      `[service]\nname = "remote"\n[server]\nurl = "${remote.url}"\n[token]\nsource = "oauth"\nclient_id = "${EMA_CLIENT}"\n${audiences}\n`,
+    );
+  const one = await session(home);
+  const withoutEma = (error: Error) => {
+    assert.equal((error as SherlockError).exitCode, 77);
+    // The usual answer without EMA: the grant is in the locked store.
+    assert.match(error.message, /run "sherlock login --local"/);
+    return true;
+  };
+  const status = async () =>
+    JSON.parse((await home.sherlock(["auth", "status", "--json"])).stdout)
+      .services[0].ema;
+
+  // No ema_audiences: the server's metadata names the AS, and that is not
+  // enough for the provider to be asked to vouch for the operator to it.
+  await assert.rejects(one.get(), withoutEma);
+  assert.equal(await status(), undefined);
+  // Another AS named: still none.
+  write(`ema_audiences = ["https://as.example.com"]`);
+  await assert.rejects(one.get(), withoutEma);
+  assert.equal(await status(), undefined);
+  assert.equal(provider.exchanges.length, 0, "no ID-JAG asked for");
+  assert.equal(as.redemptions.length, 0);
+
+  write(`ema_audiences = ["https://as.example.com", "${as.issuer}"]`);
+  assert.ok(await one.get());
+  assert.equal(provider.exchanges.length, 1);
+  assert.equal(provider.exchanges[0].audience, as.issuer);
 });

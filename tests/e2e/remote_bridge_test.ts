@@ -202,7 +202,9 @@ async function runBridgeCase(
     }).replace(
       "[token]",
       `transport = "${transport}"\n\n[token]${
-        source === "ema" ? `\nclient_id = "${EMA_CLIENT}"` : ""
+        source === "ema"
+          ? `\nclient_id = "${EMA_CLIENT}"\nema_audiences = ["${as!.issuer}"]`
+          : ""
       }`,
     ),
   );

@@ -2,12 +2,15 @@
  * The device authorization grant's rules and poll loop
  * (`lib/broker/daemon/oauth/device_grant.ts`). The poll runs against a small
  * scripted token endpoint on 127.0.0.1: oidc-provider (the fixture the
- * broker tests use) cannot be made to answer `slow_down` on demand.
+ * broker tests use) cannot be made to answer `slow_down` on demand. The
+ * waits between polls go to an injected sleep and clock: no test sleeps.
  */
 
 import assert from "node:assert/strict";
 import {
   DEVICE_CODE_GRANT,
+  MAX_POLL_INTERVAL_S,
+  MIN_POLL_INTERVAL_S,
   pollDeviceToken,
   pollStep,
   readDeviceAuthorization,
@@ -60,14 +63,27 @@ Deno.test("pollStep: pending and slow_down wait; the rest stop", () => {
   );
 });
 
-Deno.test("pollDeviceToken: waits the interval, 5 s more after slow_down, stops on expired_token", async () => {
-  const script = ["authorization_pending", "slow_down", "ok"];
-  const times: number[] = [];
+/** A clock that moves only when the poll waits, and the waits it saw. */
+function fakeTime() {
+  let clock = 1_000_000;
+  const waits: number[] = [];
+  return {
+    waits,
+    now: () => clock,
+    sleep: (ms: number) => {
+      waits.push(ms);
+      clock += ms;
+      return Promise.resolve();
+    },
+  };
+}
+
+/** A token endpoint on 127.0.0.1 that answers `script` in turn. */
+function scriptedTokenEndpoint(script: string[]) {
   const forms: URLSearchParams[] = [];
-  await using server = Deno.serve(
+  const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen() {} },
     async (request) => {
-      times.push(Date.now());
       forms.push(new URLSearchParams(await request.text()));
       const next = script.shift() ?? "expired_token";
       return next === "ok"
@@ -75,7 +91,19 @@ Deno.test("pollDeviceToken: waits the interval, 5 s more after slow_down, stops 
         : Response.json({ error: next }, { status: 400 });
     },
   );
-  const endpoint = `http://127.0.0.1:${server.addr.port}/token`;
+  return {
+    forms,
+    endpoint: `http://127.0.0.1:${server.addr.port}/token`,
+    [Symbol.asyncDispose]: () => server.shutdown(),
+  };
+}
+
+Deno.test("pollDeviceToken: waits the interval, 5 s more after slow_down, stops on expired_token", async () => {
+  await using server = scriptedTokenEndpoint([
+    "authorization_pending",
+    "slow_down",
+    "ok",
+  ]);
   const authorization = {
     deviceCode: "dc",
     userCode: "U",
@@ -83,37 +111,114 @@ Deno.test("pollDeviceToken: waits the interval, 5 s more after slow_down, stops 
     expiresIn: 60,
     interval: 1,
   };
-  const start = Date.now();
+  const time = fakeTime();
   const result = await pollDeviceToken({
-    tokenEndpoint: endpoint,
+    tokenEndpoint: server.endpoint,
     client: { form: { client_id: "c" }, headers: {} },
     authorization,
     form: { resource: "https://mcp" },
     signal: new AbortController().signal,
-    deadline: Date.now() + 60_000,
+    deadline: time.now() + 60_000,
     retry: "sherlock auth --device x",
+    ...time,
   });
   assert.equal(result.status, 200);
-  assert.equal(times.length, 3);
-  assert.ok(times[0] - start >= 1000, "the first poll waits the interval");
-  assert.ok(times[1] - times[0] >= 1000, "then the interval again");
-  assert.ok(times[2] - times[1] >= 6000, "slow_down: 1 + 5 seconds");
-  assert.equal(forms[0].get("grant_type"), DEVICE_CODE_GRANT);
-  assert.equal(forms[0].get("device_code"), "dc");
-  assert.equal(forms[0].get("resource"), "https://mcp");
+  assert.equal(server.forms.length, 3);
+  // Before each poll: the interval, again, then 1 + 5 after slow_down.
+  assert.deepEqual(time.waits, [1000, 1000, 6000]);
+  const form = server.forms[0];
+  assert.equal(form.get("grant_type"), DEVICE_CODE_GRANT);
+  assert.equal(form.get("device_code"), "dc");
+  assert.equal(form.get("resource"), "https://mcp");
 
+  const again = fakeTime();
   await assert.rejects(
     pollDeviceToken({
-      tokenEndpoint: endpoint,
+      tokenEndpoint: server.endpoint,
       client: { form: { client_id: "c" }, headers: {} },
       authorization,
       signal: new AbortController().signal,
-      deadline: Date.now() + 60_000,
+      deadline: again.now() + 60_000,
       retry: "sherlock auth --device x",
+      ...again,
     }),
     (error: Error & { code?: string }) =>
       error.code === "needs_authorization" &&
       /expired before it was approved; run "sherlock auth --device x" again/
         .test(error.message),
+  );
+});
+
+Deno.test("a server's interval beyond any sane bound is clamped: no tight loop, no endless wait", async () => {
+  // JSON's 1e400 is Infinity; 1e12 s overflows a timer, which then fires at
+  // once; 0.001 s is a tight loop by itself.
+  for (
+    const [body, expected] of [
+      ['{"interval": 1e12', MAX_POLL_INTERVAL_S],
+      ['{"interval": 1e400', MAX_POLL_INTERVAL_S],
+      ['{"interval": 0.001', MIN_POLL_INTERVAL_S],
+      ['{"interval": 7', 7],
+    ] as const
+  ) {
+    const json = JSON.parse(
+      `${body}, "device_code": "dc", "user_code": "U", "verification_uri": "https://as/d"}`,
+    );
+    const read = readDeviceAuthorization(answer(200, json));
+    assert.ok(typeof read === "object");
+    assert.equal(read.interval, expected, body);
+  }
+
+  // A server that answers slow_down for ever: the wait grows by 5 s up to
+  // the bound, never beyond; and an interval handed in unclamped is too.
+  await using server = scriptedTokenEndpoint([
+    ...Array(20).fill("slow_down"),
+    "ok",
+  ]);
+  const time = fakeTime();
+  const result = await pollDeviceToken({
+    tokenEndpoint: server.endpoint,
+    client: { form: { client_id: "c" }, headers: {} },
+    authorization: {
+      deviceCode: "dc",
+      userCode: "U",
+      verificationUri: "https://as/device",
+      expiresIn: 3600,
+      interval: 1e12,
+    },
+    signal: new AbortController().signal,
+    deadline: time.now() + 3_600_000,
+    retry: "sherlock auth --device x",
+    ...time,
+  });
+  assert.equal(result.status, 200);
+  assert.equal(time.waits.length, 21);
+  assert.ok(
+    time.waits.every((ms) => ms === MAX_POLL_INTERVAL_S * 1000),
+    `waits: ${time.waits}`,
+  );
+
+  await using slowing = scriptedTokenEndpoint([
+    ...Array(15).fill("slow_down"),
+    "ok",
+  ]);
+  const grows = fakeTime();
+  await pollDeviceToken({
+    tokenEndpoint: slowing.endpoint,
+    client: { form: { client_id: "c" }, headers: {} },
+    authorization: {
+      deviceCode: "dc",
+      userCode: "U",
+      verificationUri: "https://as/device",
+      expiresIn: 3600,
+      interval: 5,
+    },
+    signal: new AbortController().signal,
+    deadline: grows.now() + 3_600_000,
+    retry: "sherlock auth --device x",
+    ...grows,
+  });
+  assert.deepEqual(
+    grows.waits.map((ms) => ms / 1000),
+    [5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 60, 60, 60, 60],
   );
 });

@@ -13,7 +13,10 @@ import {
   chooseClientAuthMethod,
   chooseScopes,
   clientAuthentication,
+  limitScopes,
   MAX_CHALLENGED_SCOPES,
+  MAX_GRANT_SCOPE_CHARACTERS,
+  MAX_GRANT_SCOPES,
   missingScopes,
   pkcePair,
   protectedResourceMetadataUrls,
@@ -109,6 +112,40 @@ Deno.test("resource metadata: must be about the server asked, and name a server"
   );
 });
 
+Deno.test("resource metadata: every authorization server https, or http on a loopback host", () => {
+  for (const as of ["https://as.example", "http://127.0.0.1:8080/t"]) {
+    assert.equal(
+      typeof readResourceMetadata(
+        { resource: "https://h/mcp", authorization_servers: [as] },
+        "https://h/mcp",
+      ),
+      "object",
+      as,
+    );
+  }
+  for (
+    const as of [
+      "http://as.example",
+      "file:///etc/passwd",
+      "ftp://127.0.0.1/x",
+      "javascript:alert(1)",
+      "as.example",
+    ]
+  ) {
+    assert.match(
+      String(readResourceMetadata(
+        {
+          resource: "https://h/mcp",
+          authorization_servers: ["https://as.example", as],
+        },
+        "https://h/mcp",
+      )),
+      /names authorization server .*, which is not an https URL \(nor http on a loopback host\); refused/,
+      as,
+    );
+  }
+});
+
 Deno.test("server metadata: the issuer must match; S256 and iss support read", () => {
   const body = {
     issuer: "https://as",
@@ -180,6 +217,65 @@ Deno.test("chooseScopes: a step-up asks for the union of the held scopes and the
     chooseScopes({ supported: ["s"], held: ["a"], stepUp: [] }),
     ["s"],
   );
+});
+
+Deno.test("chooseScopes: only scopes the authorization server lists, when it lists them; the operator's stay", () => {
+  const serverSupported = ["mcp:tools", "mcp:admin"];
+  assert.deepEqual(
+    chooseScopes({ challenge: "mcp:tools evil:x", serverSupported }),
+    ["mcp:tools"],
+  );
+  // None of the challenge's is listed: the resource's, then the service's.
+  assert.deepEqual(
+    chooseScopes({
+      challenge: "evil:x",
+      supported: ["evil:y", "mcp:admin"],
+      serverSupported,
+    }),
+    ["mcp:admin"],
+  );
+  assert.deepEqual(
+    chooseScopes({
+      challenge: "evil:x",
+      supported: ["evil:y"],
+      configured: ["own"],
+      serverSupported,
+    }),
+    ["own"],
+  );
+  assert.deepEqual(
+    chooseScopes({
+      held: ["mcp:tools"],
+      stepUp: ["evil:1", "mcp:admin", "evil:2"],
+      serverSupported,
+    }),
+    ["mcp:tools", "mcp:admin"],
+  );
+  // An AS that lists none: taken as they come.
+  assert.deepEqual(
+    chooseScopes({ held: ["a"], stepUp: ["b"], serverSupported: [] }),
+    ["a", "b"],
+  );
+  // A challenge that is not scope tokens is no choice at all.
+  assert.deepEqual(chooseScopes({ challenge: 'a "b"', configured: ["d"] }), [
+    "d",
+  ]);
+});
+
+Deno.test("chooseScopes and limitScopes: a grant's scopes stay within a count and a length", () => {
+  const many = Array.from({ length: 200 }, (_, i) => `scope:${i}`);
+  const chosen = chooseScopes({ held: ["held"], stepUp: many });
+  assert.equal(chosen.length, MAX_GRANT_SCOPES);
+  assert.equal(chosen[0], "held", "held scopes come first, kept");
+  const long = Array.from(
+    { length: 40 },
+    (_, i) => `${i}:${"x".repeat(120)}`,
+  );
+  const cut = limitScopes(long);
+  assert.ok(cut.join(" ").length <= MAX_GRANT_SCOPE_CHARACTERS);
+  assert.ok(cut.length < long.length && cut.length > 0);
+  assert.deepEqual(cut, long.slice(0, cut.length), "a prefix, in order");
+  assert.deepEqual(limitScopes(["a", "b", "a"]), ["a", "b"]);
 });
 
 Deno.test("readChallengedScopes: RFC 6749 scope tokens, bounded, else one line", () => {
@@ -294,6 +390,37 @@ header = "Authorization"
 client_id = "x"
 `)
   );
+});
+
+Deno.test("schema: ema_audiences is a list of issuer URLs, for oauth only", () => {
+  const head =
+    `[service]\nname = "r"\n[server]\nurl = "https://mcp.example.com/mcp"\n[token]\n`;
+  assert.deepEqual(
+    service(
+      `${head}source = "oauth"\nema_audiences = ["https://as.example.com"]\n`,
+    ).token.ema_audiences,
+    ["https://as.example.com"],
+  );
+  assert.equal(
+    service(`${head}source = "oauth"\n`).token.ema_audiences,
+    undefined,
+  );
+  for (
+    const [line, problem] of [
+      [
+        'source = "oauth"\nema_audiences = ["as.example.com"]',
+        /must be the issuer URL of an authorization server/,
+      ],
+      ['source = "oauth"\nema_audiences = []', /must name at least one/],
+      ['source = "oauth"\nema_audiences = "https://as"', /ema_audiences/],
+      [
+        'source = "secret"\nheader = "Authorization"\nema_audiences = ["https://as"]',
+        /ema_audiences.*only applies to source/s,
+      ],
+    ] as const
+  ) {
+    assert.throws(() => service(`${head}${line}\n`), problem, line);
+  }
 });
 
 Deno.test("chooseClientAuthMethod: basic when offered, else post; RFC 8414's default is basic", () => {

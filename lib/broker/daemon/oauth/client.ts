@@ -52,6 +52,8 @@ import {
   type ClientAuthMethod,
   ID_JAG_PROFILE,
   JWT_BEARER_GRANT,
+  limitScopes,
+  MAX_STEP_UPS,
   missingScopes,
   oneLine,
   pkcePair,
@@ -140,6 +142,8 @@ export class OAuthClient {
   #tokens = new Map<string, MemoryToken>();
   #refreshing = new Map<string, Promise<Token>>();
   #unstored = new Map<string, UnstoredRotation>();
+  /** Step-ups recorded per service since its last authorization. */
+  #stepUps = new Map<string, number>();
   /** Called when a service's grant changes: the broker drops its cache. */
   onGrantChange: (service: string) => void = () => {};
 
@@ -395,6 +399,7 @@ export class OAuthClient {
       configured: service.token.scopes,
       held: held?.scopes,
       stepUp,
+      serverSupported: metadata.scopesSupported,
     });
     const resource = service.token.send_resource === false
       ? null
@@ -618,10 +623,12 @@ export class OAuthClient {
     // A step-up the operator did not consent to in full stays pending, and
     // so does one a bridge recorded while the browser ran.
     const recorded = readGrant(store(), flow.service)?.scopesNeeded ?? [];
+    // Only what the AS lists, when it lists scopes: it never grants others.
+    const listed = flow.metadata.scopesSupported;
     const stillNeeded = missingScopes(
       [...new Set([...flow.stepUp, ...recorded])],
       scopes,
-    );
+    ).filter((scope) => !listed?.length || listed.includes(scope));
     const grant: StoredGrant = {
       issuer: flow.issuer,
       ...flow.client,
@@ -635,6 +642,7 @@ export class OAuthClient {
     };
     // The login may have locked while the browser ran.
     await writeGrant(store(), flow.service, grant);
+    this.#stepUps.delete(flow.service);
     this.#tokens.delete(flow.service);
     this.onGrantChange(flow.service);
     this.#keep(flow.service, tokens, lasting);
@@ -664,7 +672,10 @@ export class OAuthClient {
    * `scopes` (a 403 `insufficient_scope` a bridge saw): the scopes the
    * grant lacks are kept on it, for `sherlock auth status` and the next
    * `sherlock auth`. Nothing is recorded without a grant (there is no
-   * token to refuse). Returns the scopes now needed.
+   * token to refuse). Bounded: at most {@linkcode MAX_STEP_UPS} step-ups
+   * between two authorizations (counted by this daemon), and the grant's
+   * held and needed scopes together within `limitScopes`, the rest
+   * dropped. Returns the scopes now needed.
    */
   async recordScopeChallenge(
     service: string,
@@ -672,14 +683,25 @@ export class OAuthClient {
     store: SecretStore,
   ): Promise<{ recorded: boolean; scopesNeeded: string[] }> {
     let scopesNeeded: string[] = [];
+    let recorded = false;
+    const stepUps = this.#stepUps.get(service) ?? 0;
     // On the grant as it is on disk now: another daemon may have rotated it.
-    const recorded = await updateGrant(store, service, (grant) => {
+    await updateGrant(store, service, (grant) => {
       if (!grant) return undefined;
       const before = grant.scopesNeeded ?? [];
+      scopesNeeded = before;
       const missing = missingScopes(scopes, [...grant.scopes, ...before]);
-      scopesNeeded = [...before, ...missing];
-      return missing.length === 0 ? undefined : { ...grant, scopesNeeded };
+      if (missing.length === 0 || stepUps >= MAX_STEP_UPS) return undefined;
+      const room = new Set(
+        limitScopes([...grant.scopes, ...before, ...missing]),
+      );
+      const added = missing.filter((scope) => room.has(scope));
+      if (added.length === 0) return undefined;
+      scopesNeeded = [...before, ...added];
+      recorded = true;
+      return { ...grant, scopesNeeded };
     });
+    if (recorded) this.#stepUps.set(service, stepUps + 1);
     return { recorded, scopesNeeded };
   }
 
@@ -747,6 +769,7 @@ export class OAuthClient {
       }
     }
     const forgotten = await removeGrant(store, service);
+    this.#stepUps.delete(service);
     this.#tokens.delete(service);
     this.onGrantChange(service);
     return { forgotten, revokedAtServer };

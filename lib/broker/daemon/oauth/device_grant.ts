@@ -32,6 +32,21 @@ export interface DeviceAuthorization {
   interval: number;
 }
 
+/**
+ * The bounds of the poll interval, in seconds. A server's `interval` (or
+ * its `slow_down`s) beyond them is clamped: a huge one would overflow the
+ * timer (which then fires at once, a tight loop), a tiny one is one.
+ */
+export const MIN_POLL_INTERVAL_S = 1;
+/** See {@linkcode MIN_POLL_INTERVAL_S}. */
+export const MAX_POLL_INTERVAL_S = 60;
+
+/** `seconds` within the poll interval's bounds. */
+export function clampInterval(seconds: number): number {
+  if (!Number.isFinite(seconds)) return MAX_POLL_INTERVAL_S;
+  return Math.min(Math.max(seconds, MIN_POLL_INTERVAL_S), MAX_POLL_INTERVAL_S);
+}
+
 /** What one poll's answer means (RFC 8628 §3.5). */
 export type PollStep =
   | { kind: "token" }
@@ -72,7 +87,7 @@ export function readDeviceAuthorization(
     verificationUriComplete: text("verification_uri_complete") &&
       oneLine(text("verification_uri_complete")!),
     expiresIn: seconds("expires_in", 600),
-    interval: seconds("interval", 5),
+    interval: clampInterval(seconds("interval", 5)),
   };
 }
 
@@ -150,21 +165,27 @@ export async function pollDeviceToken(options: {
   deadline: number;
   /** "sherlock auth remote", named by the messages. */
   retry: string;
+  /** Waits between polls (tests: records the waits instead). */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** The clock, in ms since the epoch (tests: a fake one). */
+  now?: () => number;
 }): Promise<JsonAnswer> {
   const { authorization } = options;
-  let interval = authorization.interval;
+  const wait = options.sleep ?? sleep;
+  const now = options.now ?? Date.now;
+  let interval = clampInterval(authorization.interval);
   const expiresAt = Math.min(
-    Date.now() + authorization.expiresIn * 1000,
+    now() + authorization.expiresIn * 1000,
     options.deadline,
   );
   for (;;) {
-    await sleep(interval * 1000, options.signal);
+    await wait(interval * 1000, options.signal);
     if (options.signal.aborted) {
       throw failed(
         `the authorization ended unfinished; run "${options.retry}" again`,
       );
     }
-    if (Date.now() >= expiresAt) {
+    if (now() >= expiresAt) {
       throw new BrokerRequestError({
         code: "needs_authorization",
         message:
@@ -184,7 +205,7 @@ export async function pollDeviceToken(options: {
     if (step.kind === "token") return answer;
     if (step.kind === "wait") {
       // RFC 8628 §3.5: slow_down adds 5 seconds to every later poll.
-      if (step.slowDown) interval += 5;
+      if (step.slowDown) interval = clampInterval(interval + 5);
       continue;
     }
     throw stopped(step, options.retry);

@@ -12,8 +12,11 @@
  * The ID-JAG lives only for that redemption; the access token is served
  * through the broker's cache (one exchange and one redemption for all
  * waiting requests) and fetched the same way again once it expires: no
- * refresh token is kept. `[token] ema = false` opts a service out; a grant
- * made with `sherlock auth` comes first (`../sources/oauth.ts`).
+ * refresh token is kept. Only for an issuer the service's `[token]
+ * ema_audiences` names (none by default: a server's metadata must not pick
+ * who the provider vouches for the operator to); `[token] ema = false`
+ * opts a service out; a grant made with `sherlock auth` comes first
+ * (`../sources/oauth.ts`).
  *
  * @module
  */
@@ -39,6 +42,15 @@ export { ID_JAG_PROFILE, JWT_BEARER_GRANT };
 
 /** The token type of an ID-JAG (the draft's RFC 8693 registration). */
 export const ID_JAG_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id-jag";
+
+/**
+ * True when the service's `[token] ema_audiences` names `issuer`: the only
+ * audiences an ID-JAG is asked for (exact match, as RFC 8414 compares
+ * issuers).
+ */
+export function audienceAllowed(service: Service, issuer: string): boolean {
+  return service.token.ema_audiences?.includes(issuer) ?? false;
+}
 
 /** True when `metadata`'s server redeems ID-JAGs. */
 export function offersEma(
@@ -91,9 +103,11 @@ export class EnterpriseAuthorization {
   #discovered = new Map<string, Promise<Discovered>>();
 
   /**
-   * What discovery found for `service` when its server offers EMA and the
-   * service does not opt out (`ema = false`); else undefined. Discovery
-   * runs once per server URL (a failed one again next time); with
+   * What discovery found for `service` when its server offers EMA with an
+   * issuer the service's `ema_audiences` names (and it does not opt out,
+   * `ema = false`); else undefined. Without `ema_audiences`, no discovery:
+   * the server's metadata must not choose the audience of an ID-JAG.
+   * Discovery runs once per server URL (a failed one again next time); with
    * `discover: false`, only what an earlier discovery found counts.
    */
   async offered(
@@ -101,7 +115,12 @@ export class EnterpriseAuthorization {
     options: { discover?: boolean } = {},
   ): Promise<Discovered | undefined> {
     const server = service.server;
-    if (service.token.ema === false || !("url" in server)) return undefined;
+    if (
+      service.token.ema === false || !("url" in server) ||
+      !service.token.ema_audiences?.length
+    ) {
+      return undefined;
+    }
     let discovered = this.#discovered.get(server.url);
     if (!discovered && options.discover === false) return undefined;
     if (!discovered) {
@@ -114,7 +133,10 @@ export class EnterpriseAuthorization {
       });
     }
     const found = await discovered;
-    return offersEma(found.metadata) ? found : undefined;
+    return offersEma(found.metadata) &&
+        audienceAllowed(service, found.metadata.issuer)
+      ? found
+      : undefined;
   }
 
   /**
@@ -159,6 +181,14 @@ export class EnterpriseAuthorization {
           `service ${name}'s authorization server ${metadata.issuer} takes the SSO login (Enterprise-Managed Authorization), and nobody is logged in at the provider: run "sherlock login" (or "sherlock auth ${name}" to authorize it in a browser)`,
       });
     }
+    // Checked again where the ID token is spent: only an allowed audience.
+    if (!audienceAllowed(service, metadata.issuer)) {
+      throw new BrokerRequestError({
+        code: "oauth_unsupported",
+        message:
+          `service ${name}'s authorization server ${metadata.issuer} is not in [token] ema_audiences of services.d/${name}.toml; add it there if your provider may vouch for you to it, or run "sherlock auth ${name}"`,
+      });
+    }
     const server = service.server as { url: string };
     const resource = service.token.send_resource === false
       ? null
@@ -167,6 +197,7 @@ export class EnterpriseAuthorization {
       challenge: discovered.challengeScope,
       supported: discovered.scopesSupported,
       configured: service.token.scopes,
+      serverSupported: metadata.scopesSupported,
     });
     // The client first: a registration or a missing secret fails before
     // the provider issues anything.

@@ -1,19 +1,25 @@
 /**
- * The OAuth client's HTTP: JSON GETs and form POSTs with a timeout, each
- * failure a {@linkcode BrokerRequestError} of one line that names the URL's
- * origin and never a token.
+ * The OAuth client's HTTP: JSON GETs and form POSTs, bounded in scheme,
+ * redirects, time and size (see {@linkcode requestJson}), each failure a
+ * {@linkcode BrokerRequestError} of one line that names the URL's origin
+ * and never a token.
  *
  * @module
  */
 
 import { BrokerRequestError } from "../request_error.ts";
-import { oneLine } from "./rules.ts";
+import { isHttpsOrLoopback, oneLine } from "./rules.ts";
 
 /** How long one request to an authorization or resource server may take. */
 export const OAUTH_HTTP_TIMEOUT_MS = 15_000;
 
 /** The largest answer read, in bytes. */
-const MAX_ANSWER_BYTES = 256 * 1024;
+export const MAX_ANSWER_BYTES = 256 * 1024;
+
+/** How many same-origin redirects one request follows. */
+const MAX_REDIRECTS = 5;
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 /** An answer: its status, headers and parsed JSON (undefined if not JSON). */
 export interface JsonAnswer {
@@ -24,7 +30,15 @@ export interface JsonAnswer {
   notJson: boolean;
 }
 
-/** Sends one request and reads its JSON answer, whatever the status. */
+/**
+ * Sends one request and reads its JSON answer, whatever the status. Every
+ * OAuth request of the daemon comes here, so the rules hold for all: only
+ * https URLs (or http on a loopback host); a redirect is followed only
+ * within the same origin (a 307 of a token request would re-send its
+ * verifier, refresh token or client secret to wherever it points); the
+ * whole answer, redirects and body included, within
+ * {@linkcode OAUTH_HTTP_TIMEOUT_MS} and {@linkcode MAX_ANSWER_BYTES}.
+ */
 export async function requestJson(
   url: string,
   init: {
@@ -33,6 +47,8 @@ export async function requestJson(
     form?: Record<string, string> | URLSearchParams;
     body?: string;
     headers?: Record<string, string>;
+    /** Tests only: another time limit than OAUTH_HTTP_TIMEOUT_MS. */
+    timeoutMs?: number;
   } = {},
 ): Promise<JsonAnswer> {
   const headers: Record<string, string> = {
@@ -44,33 +60,79 @@ export async function requestJson(
     headers["Content-Type"] = "application/x-www-form-urlencoded";
     body = new URLSearchParams(init.form).toString();
   }
+  const timeoutMs = init.timeoutMs ?? OAUTH_HTTP_TIMEOUT_MS;
+  const signal = AbortSignal.timeout(timeoutMs);
+  const late = () =>
+    failed(`${origin(url)} did not answer within ${timeoutMs / 1000} s`);
+  let method = init.method ?? (body === undefined ? "GET" : "POST");
+  let target = url;
   let response: Response;
-  try {
-    response = await fetch(url, {
-      method: init.method ?? (body === undefined ? "GET" : "POST"),
-      headers,
-      body,
-      redirect: "follow",
-      signal: AbortSignal.timeout(OAUTH_HTTP_TIMEOUT_MS),
-    });
-  } catch (error) {
-    const timedOut = error instanceof DOMException &&
-      (error.name === "TimeoutError" || error.name === "AbortError");
-    throw failed(
-      timedOut
-        ? `${origin(url)} did not answer within ${
-          OAUTH_HTTP_TIMEOUT_MS / 1000
-        } s`
-        : `${origin(url)} cannot be reached (${
+  for (let hops = 0;; hops++) {
+    if (!isHttpsOrLoopback(target)) {
+      throw failed(
+        `refused to send an OAuth request to ${
+          origin(target)
+        }: only https (or http on a loopback host) is allowed`,
+      );
+    }
+    try {
+      response = await fetch(target, {
+        method,
+        headers,
+        body,
+        redirect: "manual",
+        signal,
+      });
+    } catch (error) {
+      if (signal.aborted) throw late();
+      throw failed(
+        `${origin(target)} cannot be reached (${
           oneLine((error as Error).message ?? String(error))
         })`,
-    );
+      );
+    }
+    if (!REDIRECTS.has(response.status)) break;
+    await response.body?.cancel().catch(() => {});
+    const next = redirectTarget(response, target);
+    if (next === undefined || new URL(next).origin !== new URL(target).origin) {
+      throw failed(
+        `${origin(target)} redirected ${
+          next === undefined ? "nowhere usable" : `to ${origin(next)}`
+        }; an OAuth request follows a redirect only within its origin, refused`,
+      );
+    }
+    if (hops >= MAX_REDIRECTS) {
+      throw failed(
+        `${
+          origin(target)
+        } redirected more than ${MAX_REDIRECTS} times; refused`,
+      );
+    }
+    // As fetch does: a 303, or a 301/302 of a POST, goes on as a GET.
+    if (
+      response.status === 303 ||
+      (method === "POST" &&
+        (response.status === 301 || response.status === 302))
+    ) {
+      method = "GET";
+      body = undefined;
+      delete headers["Content-Type"];
+    }
+    target = next;
   }
   let text: string;
   try {
     text = await readLimited(response);
-  } catch {
-    throw failed(`${origin(url)} broke off its answer`);
+  } catch (error) {
+    if (signal.aborted) throw late();
+    if (error instanceof TooLarge) {
+      throw failed(
+        `${origin(target)} answered more than ${
+          MAX_ANSWER_BYTES / 1024
+        } KiB; refused`,
+      );
+    }
+    throw failed(`${origin(target)} broke off its answer`);
   }
   let json: unknown;
   let notJson = false;
@@ -81,6 +143,19 @@ export async function requestJson(
   }
   return { status: response.status, headers: response.headers, json, notJson };
 }
+
+/** The absolute URL a redirect's `Location` names, or undefined. */
+function redirectTarget(response: Response, base: string): string | undefined {
+  const location = response.headers.get("location");
+  if (location === null) return undefined;
+  try {
+    return new URL(location, base).href;
+  } catch {
+    return undefined;
+  }
+}
+
+class TooLarge extends Error {}
 
 /** An `oauth_failed` error: the server is down, slow or answers nonsense. */
 export function failed(message: string): BrokerRequestError {
@@ -98,13 +173,21 @@ export function origin(url: string): string {
 
 async function readLimited(response: Response): Promise<string> {
   if (!response.body) return "";
+  const declared = Number(response.headers.get("content-length"));
+  if (declared > MAX_ANSWER_BYTES) {
+    await response.body.cancel().catch(() => {});
+    throw new TooLarge();
+  }
   const chunks: Uint8Array[] = [];
   let total = 0;
-  for await (const chunk of response.body) {
+  const reader = response.body.getReader();
+  for (;;) {
+    const { done, value: chunk } = await reader.read();
+    if (done) break;
     total += chunk.length;
     if (total > MAX_ANSWER_BYTES) {
-      await response.body.cancel().catch(() => {});
-      throw new Error("too large");
+      await reader.cancel().catch(() => {});
+      throw new TooLarge();
     }
     chunks.push(chunk);
   }

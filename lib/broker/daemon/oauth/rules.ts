@@ -84,6 +84,15 @@ export function readResourceMetadata(
   ) {
     return "the protected-resource metadata names no authorization server";
   }
+  // A remote server's words: each is fetched, and is where tokens go.
+  const insecure = (authorization_servers as string[]).find((server) =>
+    !isHttpsOrLoopback(server)
+  );
+  if (insecure !== undefined) {
+    return `the protected-resource metadata names authorization server ${
+      oneLine(insecure).slice(0, 100)
+    }, which is not an https URL (nor http on a loopback host); refused`;
+  }
   return {
     resource,
     authorizationServers: authorization_servers as string[],
@@ -245,18 +254,69 @@ export function chooseScopes(
     configured?: readonly string[];
     held?: readonly string[];
     stepUp?: readonly string[];
+    /**
+     * The authorization server's `scopes_supported`, when its metadata
+     * lists them: the remote server's words (challenge, its metadata's
+     * scopes, a step-up) are kept only where the AS lists them.
+     */
+    serverSupported?: readonly string[];
   },
 ): string[] {
-  const fromChallenge = splitScopes(options.challenge);
+  const listed = options.serverSupported && options.serverSupported.length > 0
+    ? new Set(options.serverSupported)
+    : undefined;
+  const remote = (scopes: readonly string[]) =>
+    listed ? scopes.filter((scope) => listed.has(scope)) : [...scopes];
+  const challenged = readChallengedScopes(options.challenge ?? "");
+  const fromChallenge = typeof challenged === "string"
+    ? []
+    : remote(challenged);
+  const fromResource = remote(options.supported ?? []);
   const first = fromChallenge.length > 0
     ? fromChallenge
-    : options.supported && options.supported.length > 0
-    ? [...options.supported]
+    : fromResource.length > 0
+    ? fromResource
     : [...(options.configured ?? [])];
-  if (!options.stepUp || options.stepUp.length === 0) return first;
+  const stepUp = remote(options.stepUp ?? []);
+  if (stepUp.length === 0) return limitScopes(first);
   const kept = options.held && options.held.length > 0 ? options.held : first;
-  return [...new Set([...kept, ...options.stepUp])];
+  return limitScopes([...kept, ...stepUp]);
 }
+
+/**
+ * The most scopes a grant keeps (held and needed together), and the
+ * longest they may be joined by spaces: the next authorization URL carries
+ * them, and servers answer 414 to URLs of a few KiB.
+ */
+export const MAX_GRANT_SCOPES = 64;
+/** See {@linkcode MAX_GRANT_SCOPES}. */
+export const MAX_GRANT_SCOPE_CHARACTERS = 2048;
+
+/**
+ * `scopes` without repeats, cut after the first that would exceed
+ * {@linkcode MAX_GRANT_SCOPES} or {@linkcode MAX_GRANT_SCOPE_CHARACTERS}.
+ */
+export function limitScopes(scopes: readonly string[]): string[] {
+  const kept: string[] = [];
+  let characters = 0;
+  for (const scope of new Set(scopes)) {
+    const after = characters + (kept.length > 0 ? 1 : 0) + scope.length;
+    if (kept.length >= MAX_GRANT_SCOPES || after > MAX_GRANT_SCOPE_CHARACTERS) {
+      break;
+    }
+    kept.push(scope);
+    characters = after;
+  }
+  return kept;
+}
+
+/**
+ * How many step-up challenges may add scopes to one grant between two
+ * authorizations (the spec's step-up retry limit): a server that keeps
+ * asking for new scopes gets nothing more recorded until the operator runs
+ * `sherlock auth`.
+ */
+export const MAX_STEP_UPS = 3;
 
 /** The most scopes a challenge may name, and the longest one. */
 export const MAX_CHALLENGED_SCOPES = 32;
@@ -391,6 +451,19 @@ function sameOrParent(resource: string, serverUrl: string): boolean {
     const a = canonicalResource(resource);
     const b = canonicalResource(serverUrl);
     return b === a || b.startsWith(a.endsWith("/") ? a : `${a}/`);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * True when `text` is a URL the OAuth client may send a request to: https,
+ * or http on a loopback host (a local server, the test fixtures).
+ */
+export function isHttpsOrLoopback(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return url.protocol === "https:" || isLoopback(url);
   } catch {
     return false;
   }

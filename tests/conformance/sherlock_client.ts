@@ -138,6 +138,12 @@ async function main(args: string[]): Promise<number> {
   log(`scenario ${scenario || "(none)"}, server ${url}`);
 
   await using home = await createBrokerHome();
+  // The suite ends a client that outlives its timeout with SIGTERM: stop the
+  // broker and remove the HOME then too, so nothing is left running.
+  const stop = () => {
+    home[Symbol.asyncDispose]().finally(() => Deno.exit(143));
+  };
+  Deno.addSignalListener("SIGTERM", stop);
   const deno = sh(Deno.execPath());
   // The headless browser: the suite's servers listen on `localhost`, the
   // fixture's own wrapper allows 127.0.0.1 only.
@@ -190,6 +196,7 @@ async function main(args: string[]): Promise<number> {
     if (await step(["auth", SERVICE]) !== 0) return 1;
   }
   const code = await step(["run", AGENT]);
+  Deno.removeSignalListener("SIGTERM", stop);
   return code ?? 1;
 }
 

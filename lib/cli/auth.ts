@@ -20,6 +20,7 @@ import { commandContext } from "./context.ts";
 import { openBrowser } from "./browser.ts";
 import {
   printColumns,
+  printJson,
   printLine,
   printWarning,
   whileWaiting,
@@ -82,7 +83,7 @@ async function status(args: readonly string[]): Promise<number> {
   }
   const { services } = await authorizationStatus(await brokerSocket());
   if (json) {
-    printLine(JSON.stringify({ services }, null, 2));
+    printJson({ services });
     return 0;
   }
   if (services.length === 0) {

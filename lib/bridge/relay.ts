@@ -85,6 +85,9 @@ const DRAIN_MS = 3_000;
 /** How long the closing DELETE may take. */
 const DELETE_TIMEOUT_MS = 5_000;
 
+/** How many redirects within the origin one request follows. */
+const MAX_REDIRECTS = 5;
+
 /** How many times in a row the GET stream is reopened after it ends. */
 const MAX_STREAM_RECONNECTS = 5;
 
@@ -211,13 +214,19 @@ abstract class RelayBase implements Relay {
     init: RequestInit & { headers: Record<string, string> },
   ): Promise<Response> {
     let token = await this.#token();
-    let response = await fetch(url, withToken(init, token, this.options));
+    let response = await this.#fetchWithinOrigin(
+      url,
+      withToken(init, token, this.options),
+    );
     if (response.status !== 401) {
       return await this.#scopeChallenge(response, token);
     }
     await response.body?.cancel();
     token = await this.#token(token);
-    response = await fetch(url, withToken(init, token, this.options));
+    response = await this.#fetchWithinOrigin(
+      url,
+      withToken(init, token, this.options),
+    );
     if (response.status !== 401) {
       return await this.#scopeChallenge(response, token);
     }
@@ -225,6 +234,61 @@ abstract class RelayBase implements Relay {
     throw this.authFailure(
       "refused its token (HTTP 401, also after a refresh)",
     );
+  }
+
+  /**
+   * `fetch` that follows a redirect only within the origin of `url` (see
+   * {@linkcode redirectAllowed}): the request carries the token, in
+   * `Authorization` or in a header of the service's choosing, which
+   * `fetch` would send on to any origin but for `Authorization`. Throws a
+   * {@linkcode DeliveryError} that says where the server redirected to.
+   */
+  async #fetchWithinOrigin(url: URL, init: RequestInit): Promise<Response> {
+    let target = url;
+    let request: RequestInit = { ...init, redirect: "manual" };
+    for (let redirects = 0;; redirects++) {
+      const response = await fetch(target, request);
+      const location = response.headers.get("location");
+      if (!REDIRECTS.has(response.status) || location === null) {
+        return response;
+      }
+      await response.body?.cancel();
+      const service = this.options.service;
+      let next: URL;
+      try {
+        next = new URL(location, target);
+      } catch {
+        throw new DeliveryError(
+          UPSTREAM_ERROR_CODE,
+          `the remote server of service ${service} answered HTTP ${response.status} with a Location that is not a URL`,
+        );
+      }
+      if (!redirectAllowed(url, next)) {
+        throw new DeliveryError(
+          UPSTREAM_ERROR_CODE,
+          `the remote server of service ${service} redirected the request to ${
+            printable(next.origin)
+          } (HTTP ${response.status}); sherlock sends the token only to ${url.origin}, the origin of the service's url, so it did not follow (set the url to where the server now is)`,
+        );
+      }
+      if (redirects === MAX_REDIRECTS) {
+        throw new DeliveryError(
+          UPSTREAM_ERROR_CODE,
+          `the remote server of service ${service} redirected the request more than ${MAX_REDIRECTS} times`,
+        );
+      }
+      // As fetch does: a 303, and a 301 or 302 to a POST, become a GET.
+      if (
+        response.status === 303 ||
+        (request.method === "POST" && response.status !== 307 &&
+          response.status !== 308)
+      ) {
+        const headers = { ...request.headers as Record<string, string> };
+        delete headers["Content-Type"];
+        request = { ...request, method: "GET", body: undefined, headers };
+      }
+      target = next;
+    }
   }
 
   /**
@@ -645,6 +709,19 @@ class LegacySseRelay extends RelayBase {
     this.stop.abort();
     return Promise.resolve();
   }
+}
+
+/** The statuses that redirect (with a Location). */
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+/**
+ * Whether a request that carries the token, sent to `from`, may follow a
+ * redirect to `to`: only within `from`'s origin (scheme, host and port),
+ * so never to another host or port, and never from https to http.
+ */
+export function redirectAllowed(from: URL, to: URL): boolean {
+  return (to.protocol === "http:" || to.protocol === "https:") &&
+    to.origin === from.origin;
 }
 
 /** The request headers: the extra ones, the given ones, the token. */

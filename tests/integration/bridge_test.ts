@@ -354,3 +354,104 @@ Deno.test("bridge: the legacy HTTP+SSE transport", async () => {
   assert.equal(remote.counts.unauthorized, 0);
   assert.ok(!stderr().includes(token));
 });
+
+/** A server on 127.0.0.1 that records the headers of every request. */
+function recordingServer(
+  answer: (request: Request, url: URL) => Response,
+): { url: string; seen: Headers[]; [Symbol.asyncDispose](): Promise<void> } {
+  const seen: Headers[] = [];
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    async (request) => {
+      seen.push(request.headers);
+      await request.body?.cancel();
+      return answer(request, new URL(request.url));
+    },
+  );
+  return {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    seen,
+    [Symbol.asyncDispose]: () => server.shutdown(),
+  };
+}
+
+Deno.test("bridge: a redirect to another origin is not followed, so the token (a custom header, or Authorization) never reaches it; the agent's request gets an error saying why; a redirect within the origin is followed", async (t) => {
+  const token = randomToken();
+  // Another port on 127.0.0.1 is another origin.
+  await using elsewhere = recordingServer(() =>
+    Response.json({ jsonrpc: "2.0", id: 1, result: { stolen: true } })
+  );
+  await using remote = recordingServer((request, url) => {
+    if (url.pathname === "/away") {
+      return new Response(null, {
+        status: 307,
+        headers: { location: `${elsewhere.url}/mcp` },
+      });
+    }
+    if (url.pathname === "/moved") {
+      return new Response(null, { status: 308, headers: { location: "/mcp" } });
+    }
+    return Response.json({
+      jsonrpc: "2.0",
+      id: 1,
+      result: { method: request.method, key: request.headers.get("x-api-key") },
+    });
+  });
+  await using home = await createBrokerHome();
+  await brokerWithService(home, `${remote.url}/mcp`, { token });
+  const tokenArgs = [
+    "--token-header",
+    "X-Api-Key",
+    "--token-format",
+    "{token}",
+  ];
+
+  for (
+    const [name, extra] of [
+      ["X-Api-Key", tokenArgs],
+      ["Authorization", []],
+    ] as const
+  ) {
+    await t.step(`to another origin, the token in ${name}`, async () => {
+      const bridge = rawBridge(
+        home,
+        bridgeArgs(home, `${remote.url}/away`, [...extra]),
+      );
+      await bridge.send(INITIALIZE);
+      const answer = await bridge.receive();
+      assert.equal(answer.id, 1);
+      const error = answer.error as { code: number; message: string };
+      assert.ok(error, JSON.stringify(answer));
+      assert.match(
+        error.message,
+        new RegExp(
+          `redirected the request to ${elsewhere.url} \\(HTTP 307\\); sherlock sends the token only to ${remote.url}`,
+        ),
+      );
+      const { code, stderr } = await bridge.end();
+      assert.equal(code, 0);
+      assert.ok(!stderr.includes(token));
+      for (const headers of elsewhere.seen) {
+        const values = [...headers.values()];
+        assert.ok(
+          !values.some((value) => value.includes(token)),
+          `the token reached the other origin in ${name}`,
+        );
+      }
+      assert.equal(elsewhere.seen.length, 0, "the other origin was asked");
+    });
+  }
+
+  await t.step("within the origin: followed, with the token", async () => {
+    const bridge = rawBridge(
+      home,
+      bridgeArgs(home, `${remote.url}/moved`, tokenArgs),
+    );
+    await bridge.send(INITIALIZE);
+    const answer = await bridge.receive();
+    assert.deepEqual(answer.result, { method: "POST", key: token });
+    const { code } = await bridge.end();
+    assert.equal(code, 0);
+    assert.equal(elsewhere.seen.length, 0);
+  });
+});

@@ -17,6 +17,10 @@
  * relay keeps running until its input ends: an agent whose server fails
  * must not see it crash, restart it, and see it crash again.
  *
+ * A request that carries the token follows a redirect only within the
+ * origin of the service's url ({@linkcode redirectAllowed}), and every
+ * answer is read within the bounds of `answer_limits.ts`.
+ *
  * Written on `fetch` rather than the SDK's client transports, which load
  * zod, their OAuth client and an npm event-stream parser on every start,
  * and validate each message against one protocol revision's schema
@@ -31,6 +35,13 @@ import {
   BRIDGE_TOKEN_HEADER,
 } from "../render/servers.ts";
 import { parseBearerChallenge } from "../runtime/bearer_challenge.ts";
+import {
+  ANSWER_LIMITS,
+  AnswerLimitError,
+  type AnswerLimits,
+  readAnswerText,
+  seconds,
+} from "./answer_limits.ts";
 import { readEvents } from "./sse.ts";
 import { type GetToken, TokenKeeper } from "./tokens.ts";
 
@@ -68,6 +79,8 @@ export interface RelayOptions {
   warn: (line: string) => void;
   /** Ends the relay as if the input had ended (e.g. on SIGTERM). */
   signal?: AbortSignal;
+  /** The bounds on the server's answers; {@linkcode ANSWER_LIMITS} by default. */
+  limits?: Partial<AnswerLimits>;
 }
 
 /** The JSON-RPC error code of a request the token did not get through. */
@@ -145,6 +158,8 @@ interface Relay {
 abstract class RelayBase implements Relay {
   protected options: RelayOptions;
   protected tokens: TokenKeeper;
+  /** How much and how long the server's answers are read. */
+  protected limits: AnswerLimits;
   /** Aborted at the end: every request and stream still running stops. */
   protected stop = new AbortController();
   closed = false;
@@ -153,6 +168,7 @@ abstract class RelayBase implements Relay {
   constructor(options: RelayOptions) {
     this.options = options;
     this.tokens = new TokenKeeper(options.getToken);
+    this.limits = { ...ANSWER_LIMITS, ...options.limits };
   }
 
   abstract deliver(message: Message | Message[]): Promise<void>;
@@ -182,12 +198,7 @@ abstract class RelayBase implements Relay {
     message: Message | Message[],
     error: unknown,
   ): Promise<void> {
-    const failure = error instanceof DeliveryError ? error : new DeliveryError(
-      UPSTREAM_ERROR_CODE,
-      `the remote server of service ${this.options.service} cannot be reached (${
-        messageOf(error)
-      })`,
-    );
+    const failure = this.deliveryError(error);
     const ids = requestIds(message);
     if (ids.length === 0) {
       this.options.warn(
@@ -202,6 +213,22 @@ abstract class RelayBase implements Relay {
         error: { code: failure.code, message: `sherlock: ${failure.message}` },
       });
     }
+  }
+
+  /** What the agent is told of `error`: a {@linkcode DeliveryError}. */
+  protected deliveryError(error: unknown): DeliveryError {
+    if (error instanceof DeliveryError) return error;
+    const server = `the remote server of service ${this.options.service}`;
+    if (error instanceof AnswerLimitError) {
+      return new DeliveryError(
+        UPSTREAM_ERROR_CODE,
+        `${server} ${error.message}; sherlock stopped reading it`,
+      );
+    }
+    return new DeliveryError(
+      UPSTREAM_ERROR_CODE,
+      `${server} cannot be reached (${messageOf(error)})`,
+    );
   }
 
   /**
@@ -247,7 +274,7 @@ abstract class RelayBase implements Relay {
     let target = url;
     let request: RequestInit = { ...init, redirect: "manual" };
     for (let redirects = 0;; redirects++) {
-      const response = await fetch(target, request);
+      const response = await this.#fetchHeaders(target, request);
       const location = response.headers.get("location");
       if (!REDIRECTS.has(response.status) || location === null) {
         return response;
@@ -288,6 +315,35 @@ abstract class RelayBase implements Relay {
         request = { ...request, method: "GET", body: undefined, headers };
       }
       target = next;
+    }
+  }
+
+  /**
+   * `fetch`, with at most `limits.headersMs` for the answer's headers (the
+   * body has its own bounds, where it is read).
+   */
+  async #fetchHeaders(url: URL, init: RequestInit): Promise<Response> {
+    const late = new AbortController();
+    const timer = setTimeout(
+      () =>
+        late.abort(
+          new AnswerLimitError(
+            `took more than ${
+              seconds(this.limits.headersMs)
+            } to start its answer`,
+          ),
+        ),
+      this.limits.headersMs,
+    );
+    const signal = init.signal
+      ? AbortSignal.any([init.signal, late.signal])
+      : late.signal;
+    try {
+      return await fetch(url, { ...init, signal });
+    } catch (error) {
+      throw late.signal.aborted ? late.signal.reason : error;
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -366,10 +422,10 @@ abstract class RelayBase implements Relay {
   protected async relayEvents(
     body: ReadableStream<Uint8Array>,
     onEvent?: (event: { event: string; data: string }) => boolean,
+    answered = new Set<JsonRpcId>(),
   ): Promise<{ answered: Set<JsonRpcId>; retry?: number }> {
-    const answered = new Set<JsonRpcId>();
     let retry: number | undefined;
-    for await (const event of readEvents(body)) {
+    for await (const event of readEvents(body, this.limits)) {
       retry = event.retry ?? retry;
       if (onEvent?.(event)) continue;
       if (event.event !== "message" || event.data.trim() === "") continue;
@@ -468,7 +524,7 @@ class StreamableHttpRelay extends RelayBase {
       return;
     }
     if (type === "application/json") {
-      const text = await response.text();
+      const text = await readAnswerText(response.body, this.limits);
       if (text.trim() === "") return;
       const answer = parseJson(text);
       if (answer === undefined) {
@@ -482,13 +538,19 @@ class StreamableHttpRelay extends RelayBase {
       return;
     }
     if (type === "text/event-stream") {
-      const { answered } = await this.relayEvents(response.body);
+      const answered = new Set<JsonRpcId>();
+      let broke: unknown;
+      try {
+        await this.relayEvents(response.body, undefined, answered);
+      } catch (error) {
+        broke = error;
+      }
       const missing = requestIds(message).filter((id) => !answered.has(id));
       if (missing.length > 0 && !this.stop.signal.aborted) {
         // The stream ended early: the agent must not wait forever.
         await this.answerWithError(
           missing.map((id) => ({ id })),
-          new DeliveryError(
+          broke ?? new DeliveryError(
             UPSTREAM_ERROR_CODE,
             `the remote server of service ${this.options.service} closed the stream before answering`,
           ),
@@ -578,7 +640,9 @@ class StreamableHttpRelay extends RelayBase {
       } catch (error) {
         if (this.stop.signal.aborted) return;
         this.options.warn(
-          `the stream for server messages broke: ${messageOf(error)}`,
+          `the stream for server messages broke: ${
+            this.deliveryError(error).message
+          }`,
         );
       }
       if (this.stop.signal.aborted) return;

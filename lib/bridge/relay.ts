@@ -267,8 +267,9 @@ abstract class RelayBase implements Relay {
    * `fetch` that follows a redirect only within the origin of `url` (see
    * {@linkcode redirectAllowed}): the request carries the token, in
    * `Authorization` or in a header of the service's choosing, which
-   * `fetch` would send on to any origin. Throws a
-   * {@linkcode DeliveryError} that says where the server redirected to.
+   * `fetch` would send on to any origin (it drops only `Authorization`).
+   * Throws a {@linkcode DeliveryError} that says where the server
+   * redirected to.
    */
   async #fetchWithinOrigin(url: URL, init: RequestInit): Promise<Response> {
     let target = url;

@@ -453,6 +453,7 @@ Deno.test("bridge: a redirect to another origin is not followed, so the token (a
     ] as const
   ) {
     await t.step(`to another origin, the token in ${name}`, async () => {
+      elsewhere.seen.length = 0;
       const bridge = rawBridge(
         home,
         bridgeArgs(home, `${remote.url}/away`, [...extra]),

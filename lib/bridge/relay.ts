@@ -689,6 +689,11 @@ class StreamableHttpRelay extends RelayBase {
 class LegacySseRelay extends RelayBase {
   #url: URL;
   #endpoint?: Promise<URL>;
+  /**
+   * The requests whose answers are due on the stream: when it breaks or
+   * ends, each gets an error rather than an agent waiting forever.
+   */
+  #due = new Set<JsonRpcId>();
 
   constructor(options: RelayOptions) {
     super(options);
@@ -697,13 +702,17 @@ class LegacySseRelay extends RelayBase {
     this.#endpoint.catch((error) => {
       if (!this.stop.signal.aborted) {
         this.options.warn(
-          `the SSE stream did not open: ${messageOf(error)}`,
+          `the SSE stream did not open: ${this.deliveryError(error).message}`,
         );
       }
     });
   }
 
   async deliver(message: Message | Message[]): Promise<void> {
+    // Due before the POST: the answer may come on the stream before the
+    // POST's own answer does.
+    const ids = requestIds(message);
+    for (const id of ids) this.#due.add(id);
     try {
       let endpoint: URL;
       try {
@@ -721,10 +730,23 @@ class LegacySseRelay extends RelayBase {
       if (!response.ok) throw await this.statusFailure(response);
       await response.body?.cancel();
     } catch (error) {
+      for (const id of ids) this.#due.delete(id);
       if (!this.stop.signal.aborted) {
         await this.answerWithError(message, error);
       }
     }
+  }
+
+  protected override onAnswer(message: unknown): void {
+    for (const id of responseIds(message)) this.#due.delete(id);
+  }
+
+  /** Answers every request still due with the error the stream ended on. */
+  async #answerDue(error: unknown): Promise<void> {
+    if (this.stop.signal.aborted || this.#due.size === 0) return;
+    const ids = [...this.#due];
+    this.#due.clear();
+    await this.answerWithError(ids.map((id) => ({ id })), error);
   }
 
   /** Opens the stream; resolves with the endpoint, relays the rest. */
@@ -758,8 +780,18 @@ class LegacySseRelay extends RelayBase {
       return true;
     });
     pumping.then(
-      () => failed(new Error("the SSE stream ended")),
-      (error) => failed(error),
+      () => {
+        const ended = new DeliveryError(
+          UPSTREAM_ERROR_CODE,
+          `the remote server of service ${this.options.service} closed the stream before answering`,
+        );
+        failed(new Error("the SSE stream ended"));
+        return this.#answerDue(ended);
+      },
+      (error) => {
+        failed(error);
+        return this.#answerDue(error);
+      },
     ).finally(() => {
       // A stream that ended is reopened by the next message.
       if (!this.stop.signal.aborted) {

@@ -28,7 +28,11 @@ interface Agent {
 }
 
 /** Runs the relay against `url` with `limits`, as an agent's stdin/stdout. */
-function relayTo(url: string, limits: Partial<AnswerLimits>): Agent {
+function relayTo(
+  url: string,
+  limits: Partial<AnswerLimits>,
+  transport: "http" | "sse" = "http",
+): Agent {
   const input = new TransformStream<Uint8Array, Uint8Array>();
   const writer = input.writable.getWriter();
   const lines: string[] = [];
@@ -36,6 +40,7 @@ function relayTo(url: string, limits: Partial<AnswerLimits>): Agent {
   let wake: (() => void) | undefined;
   const done = runRelay({
     url,
+    transport,
     service: "remote",
     getToken: () => Promise.resolve({ token: "t0ken", expiresAt: null }),
     input: input.readable,
@@ -248,4 +253,59 @@ Deno.test("bridge limits: headers that never come", async () => {
     SMALL,
     /took more than 0\.3 s to start its answer/,
   );
+});
+
+Deno.test("bridge limits: the legacy SSE transport: an oversized event on the stream ends it; the request waiting for its answer gets an error", async () => {
+  let posted!: () => void;
+  const post = new Promise<void>((resolve) => posted = resolve);
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => release = resolve);
+  const http = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    async (request) => {
+      await request.body?.cancel();
+      if (request.method === "POST") {
+        posted();
+        return new Response(null, { status: 202 });
+      }
+      const encoder = new TextEncoder();
+      return new Response(
+        new ReadableStream({
+          async start(controller) {
+            controller.enqueue(
+              encoder.encode("event: endpoint\ndata: /messages\n\n"),
+            );
+            await Promise.race([post, released]);
+            // The answer, larger than the bound, in one piece.
+            controller.enqueue(
+              encoder.encode(`data: ${"x".repeat(SMALL.maxBytes * 2)}\n\n`),
+            );
+            await released;
+            try {
+              controller.close();
+            } catch {
+              // the bridge stopped reading
+            }
+          },
+        }),
+        { headers: SSE_TYPE },
+      );
+    },
+  );
+  try {
+    const agent = relayTo(
+      `http://127.0.0.1:${http.addr.port}/sse`,
+      SMALL,
+      "sse",
+    );
+    const answer = await agent.receive();
+    assert.equal(answer.id, REQUEST.id, JSON.stringify(answer));
+    const error = answer.error as { code: number; message: string };
+    assert.ok(error, JSON.stringify(answer));
+    assert.match(error.message, /sent an event larger than 4 KiB/);
+    await agent.end();
+  } finally {
+    release();
+    await http.shutdown();
+  }
 });

@@ -17,6 +17,10 @@
  * relay keeps running until its input ends: an agent whose server fails
  * must not see it crash, restart it, and see it crash again.
  *
+ * A request that carries the token follows a redirect only within the
+ * origin of the service's url ({@linkcode redirectAllowed}), and every
+ * answer is read within the bounds of `answer_limits.ts`.
+ *
  * Written on `fetch` rather than the SDK's client transports, which load
  * zod, their OAuth client and an npm event-stream parser on every start,
  * and validate each message against one protocol revision's schema
@@ -32,6 +36,13 @@ import {
 } from "../services/token_format.ts";
 import { parseBearerChallenge } from "../runtime/bearer_challenge.ts";
 import { sleep } from "../runtime/sleep.ts";
+import {
+  ANSWER_LIMITS,
+  AnswerLimitError,
+  type AnswerLimits,
+  readAnswerText,
+  seconds,
+} from "./answer_limits.ts";
 import { readEvents } from "./sse.ts";
 import { type GetToken, TokenKeeper } from "./tokens.ts";
 
@@ -69,6 +80,8 @@ export interface RelayOptions {
   warn: (line: string) => void;
   /** Ends the relay as if the input had ended (e.g. on SIGTERM). */
   signal?: AbortSignal;
+  /** The bounds on the server's answers; {@linkcode ANSWER_LIMITS} by default. */
+  limits?: Partial<AnswerLimits>;
 }
 
 /** The JSON-RPC error code of a request the token did not get through. */
@@ -85,6 +98,9 @@ const DRAIN_MS = 3_000;
 
 /** How long the closing DELETE may take. */
 const DELETE_TIMEOUT_MS = 5_000;
+
+/** How many redirects within the origin one request follows. */
+const MAX_REDIRECTS = 5;
 
 /** How many times in a row the GET stream is reopened after it ends. */
 const MAX_STREAM_RECONNECTS = 5;
@@ -143,6 +159,8 @@ interface Relay {
 abstract class RelayBase implements Relay {
   protected options: RelayOptions;
   protected tokens: TokenKeeper;
+  /** How much and how long the server's answers are read. */
+  protected limits: AnswerLimits;
   /** Aborted at the end: every request and stream still running stops. */
   protected stop = new AbortController();
   closed = false;
@@ -151,6 +169,7 @@ abstract class RelayBase implements Relay {
   constructor(options: RelayOptions) {
     this.options = options;
     this.tokens = new TokenKeeper(options.getToken);
+    this.limits = { ...ANSWER_LIMITS, ...options.limits };
   }
 
   abstract deliver(message: Message | Message[]): Promise<void>;
@@ -180,12 +199,7 @@ abstract class RelayBase implements Relay {
     message: Message | Message[],
     error: unknown,
   ): Promise<void> {
-    const failure = error instanceof DeliveryError ? error : new DeliveryError(
-      UPSTREAM_ERROR_CODE,
-      `the remote server of service ${this.options.service} cannot be reached (${
-        messageOf(error)
-      })`,
-    );
+    const failure = this.deliveryError(error);
     const ids = requestIds(message);
     if (ids.length === 0) {
       this.options.warn(
@@ -202,6 +216,22 @@ abstract class RelayBase implements Relay {
     }
   }
 
+  /** What the agent is told of `error`: a {@linkcode DeliveryError}. */
+  protected deliveryError(error: unknown): DeliveryError {
+    if (error instanceof DeliveryError) return error;
+    const server = `the remote server of service ${this.options.service}`;
+    if (error instanceof AnswerLimitError) {
+      return new DeliveryError(
+        UPSTREAM_ERROR_CODE,
+        `${server} ${error.message}; sherlock stopped reading it`,
+      );
+    }
+    return new DeliveryError(
+      UPSTREAM_ERROR_CODE,
+      `${server} cannot be reached (${messageOf(error)})`,
+    );
+  }
+
   /**
    * `fetch` with the token: on a 401, one forced refresh and one retry.
    * Throws a {@linkcode DeliveryError} when no token can be had or the
@@ -212,13 +242,19 @@ abstract class RelayBase implements Relay {
     init: RequestInit & { headers: Record<string, string> },
   ): Promise<Response> {
     let token = await this.#token();
-    let response = await fetch(url, withToken(init, token, this.options));
+    let response = await this.#fetchWithinOrigin(
+      url,
+      withToken(init, token, this.options),
+    );
     if (response.status !== 401) {
       return await this.#scopeChallenge(response, token);
     }
     await response.body?.cancel();
     token = await this.#token(token);
-    response = await fetch(url, withToken(init, token, this.options));
+    response = await this.#fetchWithinOrigin(
+      url,
+      withToken(init, token, this.options),
+    );
     if (response.status !== 401) {
       return await this.#scopeChallenge(response, token);
     }
@@ -226,6 +262,91 @@ abstract class RelayBase implements Relay {
     throw this.authFailure(
       "refused its token (HTTP 401, also after a refresh)",
     );
+  }
+
+  /**
+   * `fetch` that follows a redirect only within the origin of `url` (see
+   * {@linkcode redirectAllowed}): the request carries the token, in
+   * `Authorization` or in a header of the service's choosing, which
+   * `fetch` would send on to any origin (it drops only `Authorization`).
+   * Throws a {@linkcode DeliveryError} that says where the server
+   * redirected to.
+   */
+  async #fetchWithinOrigin(url: URL, init: RequestInit): Promise<Response> {
+    let target = url;
+    let request: RequestInit = { ...init, redirect: "manual" };
+    for (let redirects = 0;; redirects++) {
+      const response = await this.#fetchHeaders(target, request);
+      const location = response.headers.get("location");
+      if (!REDIRECTS.has(response.status) || location === null) {
+        return response;
+      }
+      await response.body?.cancel();
+      const service = this.options.service;
+      let next: URL;
+      try {
+        next = new URL(location, target);
+      } catch {
+        throw new DeliveryError(
+          UPSTREAM_ERROR_CODE,
+          `the remote server of service ${service} answered HTTP ${response.status} with a Location that is not a URL`,
+        );
+      }
+      if (!redirectAllowed(url, next)) {
+        throw new DeliveryError(
+          UPSTREAM_ERROR_CODE,
+          `the remote server of service ${service} redirected the request to ${
+            printable(next.origin)
+          } (HTTP ${response.status}); sherlock sends the token only to ${url.origin}, the origin of the service's url, so it did not follow (set the url to where the server now is)`,
+        );
+      }
+      if (redirects === MAX_REDIRECTS) {
+        throw new DeliveryError(
+          UPSTREAM_ERROR_CODE,
+          `the remote server of service ${service} redirected the request more than ${MAX_REDIRECTS} times`,
+        );
+      }
+      // As fetch does: a 303, and a 301 or 302 to a POST, become a GET.
+      if (
+        response.status === 303 ||
+        (request.method === "POST" && response.status !== 307 &&
+          response.status !== 308)
+      ) {
+        const headers = { ...request.headers as Record<string, string> };
+        delete headers["Content-Type"];
+        request = { ...request, method: "GET", body: undefined, headers };
+      }
+      target = next;
+    }
+  }
+
+  /**
+   * `fetch`, with at most `limits.headersMs` for the answer's headers (the
+   * body has its own bounds, where it is read).
+   */
+  async #fetchHeaders(url: URL, init: RequestInit): Promise<Response> {
+    const late = new AbortController();
+    const timer = setTimeout(
+      () =>
+        late.abort(
+          new AnswerLimitError(
+            `took more than ${
+              seconds(this.limits.headersMs)
+            } to start its answer`,
+          ),
+        ),
+      this.limits.headersMs,
+    );
+    const signal = init.signal
+      ? AbortSignal.any([init.signal, late.signal])
+      : late.signal;
+    try {
+      return await fetch(url, { ...init, signal });
+    } catch (error) {
+      throw late.signal.aborted ? late.signal.reason : error;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /**
@@ -303,10 +424,10 @@ abstract class RelayBase implements Relay {
   protected async relayEvents(
     body: ReadableStream<Uint8Array>,
     onEvent?: (event: { event: string; data: string }) => boolean,
+    answered = new Set<JsonRpcId>(),
   ): Promise<{ answered: Set<JsonRpcId>; retry?: number }> {
-    const answered = new Set<JsonRpcId>();
     let retry: number | undefined;
-    for await (const event of readEvents(body)) {
+    for await (const event of readEvents(body, this.limits)) {
       retry = event.retry ?? retry;
       if (onEvent?.(event)) continue;
       if (event.event !== "message" || event.data.trim() === "") continue;
@@ -405,7 +526,7 @@ class StreamableHttpRelay extends RelayBase {
       return;
     }
     if (type === "application/json") {
-      const text = await response.text();
+      const text = await readAnswerText(response.body, this.limits);
       if (text.trim() === "") return;
       const answer = parseJson(text);
       if (answer === undefined) {
@@ -419,13 +540,19 @@ class StreamableHttpRelay extends RelayBase {
       return;
     }
     if (type === "text/event-stream") {
-      const { answered } = await this.relayEvents(response.body);
+      const answered = new Set<JsonRpcId>();
+      let broke: unknown;
+      try {
+        await this.relayEvents(response.body, undefined, answered);
+      } catch (error) {
+        broke = error;
+      }
       const missing = requestIds(message).filter((id) => !answered.has(id));
       if (missing.length > 0 && !this.stop.signal.aborted) {
         // The stream ended early: the agent must not wait forever.
         await this.answerWithError(
           missing.map((id) => ({ id })),
-          new DeliveryError(
+          broke ?? new DeliveryError(
             UPSTREAM_ERROR_CODE,
             `the remote server of service ${this.options.service} closed the stream before answering`,
           ),
@@ -515,7 +642,9 @@ class StreamableHttpRelay extends RelayBase {
       } catch (error) {
         if (this.stop.signal.aborted) return;
         this.options.warn(
-          `the stream for server messages broke: ${messageOf(error)}`,
+          `the stream for server messages broke: ${
+            this.deliveryError(error).message
+          }`,
         );
       }
       if (this.stop.signal.aborted) return;
@@ -561,6 +690,11 @@ class StreamableHttpRelay extends RelayBase {
 class LegacySseRelay extends RelayBase {
   #url: URL;
   #endpoint?: Promise<URL>;
+  /**
+   * The requests whose answers are due on the stream: when it breaks or
+   * ends, each gets an error rather than an agent waiting forever.
+   */
+  #due = new Set<JsonRpcId>();
 
   constructor(options: RelayOptions) {
     super(options);
@@ -569,13 +703,17 @@ class LegacySseRelay extends RelayBase {
     this.#endpoint.catch((error) => {
       if (!this.stop.signal.aborted) {
         this.options.warn(
-          `the SSE stream did not open: ${messageOf(error)}`,
+          `the SSE stream did not open: ${this.deliveryError(error).message}`,
         );
       }
     });
   }
 
   async deliver(message: Message | Message[]): Promise<void> {
+    // Due before the POST: the answer may come on the stream before the
+    // POST's own answer does.
+    const ids = requestIds(message);
+    for (const id of ids) this.#due.add(id);
     try {
       let endpoint: URL;
       try {
@@ -593,10 +731,23 @@ class LegacySseRelay extends RelayBase {
       if (!response.ok) throw await this.statusFailure(response);
       await response.body?.cancel();
     } catch (error) {
+      for (const id of ids) this.#due.delete(id);
       if (!this.stop.signal.aborted) {
         await this.answerWithError(message, error);
       }
     }
+  }
+
+  protected override onAnswer(message: unknown): void {
+    for (const id of responseIds(message)) this.#due.delete(id);
+  }
+
+  /** Answers every request still due with the error the stream ended on. */
+  async #answerDue(error: unknown): Promise<void> {
+    if (this.stop.signal.aborted || this.#due.size === 0) return;
+    const ids = [...this.#due];
+    this.#due.clear();
+    await this.answerWithError(ids.map((id) => ({ id })), error);
   }
 
   /** Opens the stream; resolves with the endpoint, relays the rest. */
@@ -630,8 +781,18 @@ class LegacySseRelay extends RelayBase {
       return true;
     });
     pumping.then(
-      () => failed(new Error("the SSE stream ended")),
-      (error) => failed(error),
+      () => {
+        const ended = new DeliveryError(
+          UPSTREAM_ERROR_CODE,
+          `the remote server of service ${this.options.service} closed the stream before answering`,
+        );
+        failed(new Error("the SSE stream ended"));
+        return this.#answerDue(ended);
+      },
+      (error) => {
+        failed(error);
+        return this.#answerDue(error);
+      },
     ).finally(() => {
       // A stream that ended is reopened by the next message.
       if (!this.stop.signal.aborted) {
@@ -646,6 +807,19 @@ class LegacySseRelay extends RelayBase {
     this.stop.abort();
     return Promise.resolve();
   }
+}
+
+/** The statuses that redirect (with a Location). */
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+/**
+ * Whether a request that carries the token, sent to `from`, may follow a
+ * redirect to `to`: only within `from`'s origin (scheme, host and port),
+ * so never to another host or port, and never from https to http.
+ */
+export function redirectAllowed(from: URL, to: URL): boolean {
+  return (to.protocol === "http:" || to.protocol === "https:") &&
+    to.origin === from.origin;
 }
 
 /** The request headers: the extra ones, the given ones, the token. */

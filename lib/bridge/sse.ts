@@ -7,6 +7,15 @@
  * @module
  */
 
+import {
+  ANSWER_LIMITS,
+  AnswerLimitError,
+  type AnswerLimits,
+  byteSize,
+  readBefore,
+  seconds,
+} from "./answer_limits.ts";
+
 /** One dispatched event. */
 export interface ServerSentEvent {
   /** The `event` field; "message" when there was none. */
@@ -19,63 +28,92 @@ export interface ServerSentEvent {
   retry?: number;
 }
 
-/** The longest event sherlock buffers; a longer one ends the stream. */
-export const MAX_EVENT_BYTES = 64 * 1024 * 1024;
-
 /**
- * The events of an event stream, in order, as they arrive. Throws a
- * `RangeError` when one event grows beyond {@linkcode MAX_EVENT_BYTES}.
+ * The events of an event stream, in order, as they arrive. Each event is
+ * bounded: at most `limits.maxBytes` (its lines, its data), and at most
+ * `limits.bodyMs` from its first byte to the blank line that ends it (the
+ * wait between events is not bounded). Past either it throws an
+ * {@linkcode AnswerLimitError} and stops reading.
  */
 export async function* readEvents(
   body: ReadableStream<Uint8Array>,
+  limits: Pick<AnswerLimits, "maxBytes" | "bodyMs"> = ANSWER_LIMITS,
 ): AsyncGenerator<ServerSentEvent> {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let pending = "";
   let event = "";
   let data: string[] = [];
   let size = 0;
   let id: string | undefined;
   let retry: number | undefined;
-  for await (const chunk of body.pipeThrough(new TextDecoderStream())) {
-    pending += chunk;
-    // A line ends at CRLF, LF or CR; a CR at the very end may be half of a
-    // CRLF, so it waits for the next chunk.
-    const pattern = /\r\n|\n|\r(?!$)/g;
-    let start = 0;
-    for (
-      let match = pattern.exec(pending);
-      match;
-      match = pattern.exec(pending)
-    ) {
-      const line = pending.slice(start, match.index);
-      start = match.index + match[0].length;
-      if (line === "") {
-        if (data.length > 0) {
-          yield { event: event || "message", data: data.join("\n"), id, retry };
+  /** When the event under way must have ended (`Date.now()` time). */
+  let deadline: number | undefined;
+  const tooLarge = () =>
+    new AnswerLimitError(
+      `sent an event larger than ${byteSize(limits.maxBytes)}`,
+    );
+  try {
+    for (;;) {
+      const { value: chunk, done } = await readBefore(reader, {
+        deadline,
+        onLate: () =>
+          new AnswerLimitError(
+            `took more than ${seconds(limits.bodyMs)} to send one event`,
+          ),
+      });
+      if (done) break;
+      pending += chunk;
+      // A line ends at CRLF, LF or CR; a CR at the very end may be half of
+      // a CRLF, so it waits for the next chunk.
+      const pattern = /\r\n|\n|\r(?!$)/g;
+      let start = 0;
+      for (
+        let match = pattern.exec(pending);
+        match;
+        match = pattern.exec(pending)
+      ) {
+        const line = pending.slice(start, match.index);
+        start = match.index + match[0].length;
+        if (line === "") {
+          if (data.length > 0) {
+            yield {
+              event: event || "message",
+              data: data.join("\n"),
+              id,
+              retry,
+            };
+          }
+          event = "";
+          data = [];
+          size = 0;
+          retry = undefined;
+          deadline = undefined;
+          continue;
         }
-        event = "";
-        data = [];
-        size = 0;
-        retry = undefined;
-        continue;
+        if (line.startsWith(":")) continue;
+        const colon = line.indexOf(":");
+        const field = colon === -1 ? line : line.slice(0, colon);
+        let value = colon === -1 ? "" : line.slice(colon + 1);
+        if (value.startsWith(" ")) value = value.slice(1);
+        if (field === "data") {
+          size += value.length;
+          if (size > limits.maxBytes) throw tooLarge();
+          data.push(value);
+        } else if (field === "event") event = value;
+        else if (field === "id" && !value.includes("\0")) id = value;
+        else if (field === "retry" && /^\d+$/.test(value)) {
+          retry = Number(value);
+        }
       }
-      if (line.startsWith(":")) continue;
-      const colon = line.indexOf(":");
-      const field = colon === -1 ? line : line.slice(0, colon);
-      let value = colon === -1 ? "" : line.slice(colon + 1);
-      if (value.startsWith(" ")) value = value.slice(1);
-      if (field === "data") {
-        size += value.length;
-        if (size > MAX_EVENT_BYTES) {
-          throw new RangeError("an event of the stream is too large");
-        }
-        data.push(value);
-      } else if (field === "event") event = value;
-      else if (field === "id" && !value.includes("\0")) id = value;
-      else if (field === "retry" && /^\d+$/.test(value)) retry = Number(value);
+      pending = pending.slice(start);
+      if (size + pending.length > limits.maxBytes) throw tooLarge();
+      // An event is under way from its first byte (a comment line that has
+      // ended is none) until the blank line that dispatches it.
+      const underWay = pending !== "" || data.length > 0 || event !== "";
+      if (!underWay) deadline = undefined;
+      else deadline ??= Date.now() + limits.bodyMs;
     }
-    pending = pending.slice(start);
-    if (pending.length > MAX_EVENT_BYTES) {
-      throw new RangeError("a line of the stream is too long");
-    }
+  } finally {
+    await reader.cancel().catch(() => {});
   }
 }

@@ -28,7 +28,7 @@ import {
 } from "../profiles/loader.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
 import { commandContext } from "./context.ts";
-import { printColumns, printLine, printWarning } from "./output.ts";
+import { printColumns, printJson, printLine, printWarning } from "./output.ts";
 import { isCommandName } from "./commands.ts";
 import type { AgentsJson } from "./json_shapes.ts";
 
@@ -121,7 +121,7 @@ export async function agentsCommand(args: readonly string[]): Promise<number> {
   rows.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
   if (json) {
     shape.agents.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-    printLine(JSON.stringify(shape, null, 2));
+    printJson(shape);
     return listing.problems.length > 0 ? ExitCode.Config : 0;
   }
   const table = [

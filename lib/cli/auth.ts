@@ -20,6 +20,7 @@ import { commandContext } from "./context.ts";
 import { ignoredWarning, openBrowser, writeLaunchPage } from "./browser.ts";
 import {
   printColumns,
+  printJson,
   printLine,
   printWarning,
   whileWaiting,
@@ -106,7 +107,7 @@ async function status(args: readonly string[]): Promise<number> {
   }
   const { services } = await authorizationStatus(await brokerSocket());
   if (json) {
-    printLine(JSON.stringify({ services }, null, 2));
+    printJson({ services });
     return 0;
   }
   if (services.length === 0) {

@@ -28,7 +28,12 @@ import { commandContext } from "./context.ts";
 import { describeLogin, loginJson } from "./login_text.ts";
 import type { BrokerStatusJson } from "./json_shapes.ts";
 import type { Health } from "../broker/protocol.ts";
-import { escapeControls, printColumns, printLine } from "./output.ts";
+import {
+  escapeControls,
+  printColumns,
+  printJson,
+  printLine,
+} from "./output.ts";
 
 /** How long `broker stop` waits for the daemon to stop answering. */
 const STOP_TIMEOUT_MS = 10_000;
@@ -63,10 +68,12 @@ async function serve(args: readonly string[]): Promise<number> {
     throw new UsageError(`unknown option ${unknown} for broker serve`);
   }
   const { env, paths } = commandContext();
-  const { serveBroker, brokerLogWriter } = await importLazily<
+  const { serveBroker, brokerLogWriter, oneLogLine } = await importLazily<
     typeof import("../broker/daemon/serve.ts")
   >(new URL("../broker/daemon/serve.ts", import.meta.url));
-  let logLine = (line: string) => console.error(`sherlock broker: ${line}`);
+  // Escaped as in broker.log: a message may quote a server's answer.
+  let logLine = (line: string) =>
+    console.error(`sherlock broker: ${oneLogLine(line)}`);
   if (background) {
     ensurePrivateDir(paths.stateDir);
     // Opened per line and rotated by size, so it never grows forever.
@@ -175,7 +182,7 @@ async function statusJson(
       ? loginJson(await whoami(socket))
       : null,
   };
-  printLine(JSON.stringify(shape, null, 2));
+  printJson(shape);
   return health !== undefined && mismatch === undefined
     ? 0
     : ExitCode.Unavailable;

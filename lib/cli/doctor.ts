@@ -15,7 +15,7 @@ import { fromFileUrl } from "../runtime/path.ts";
 import { VERSION } from "../version.ts";
 import { commandContext } from "./context.ts";
 import type { DoctorJson } from "./json_shapes.ts";
-import { columns, escapeControls, printLine } from "./output.ts";
+import { columns, escapeControls, printJson, printLine } from "./output.ts";
 
 /** The exit code of `sherlock doctor` when a check failed. */
 export const DOCTOR_FAILED = 1;
@@ -39,7 +39,7 @@ export async function doctorCommand(args: readonly string[]): Promise<number> {
   const ok = allPass(checks);
   if (json) {
     const shape: DoctorJson = { ok, checks };
-    printLine(JSON.stringify(shape, null, 2));
+    printJson(shape);
   } else printChecks(checks, ok);
   return ok ? 0 : DOCTOR_FAILED;
 }

@@ -24,7 +24,7 @@ import { describeLogin, loginDetails, loginJson } from "./login_text.ts";
 import { chooseLogin, oidcLoginCommand } from "./login_oidc.ts";
 import type { WhoamiJson } from "./json_shapes.ts";
 import { commandContext } from "./context.ts";
-import { printLine, printWarning } from "./output.ts";
+import { printJson, printLine, printWarning } from "./output.ts";
 import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
 
 /** `sherlock login`: the OIDC provider's (login_oidc.ts) or the local store's. */
@@ -120,7 +120,7 @@ async function whoamiJson(): Promise<number> {
   const running = (await brokerHealth(socket)) !== undefined;
   const who = running ? await whoami(socket) : undefined;
   const shape: WhoamiJson = { brokerRunning: running, ...loginJson(who) };
-  printLine(JSON.stringify(shape, null, 2));
+  printJson(shape);
   return who?.loggedIn ? 0 : ExitCode.NoPermission;
 }
 

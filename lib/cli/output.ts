@@ -8,6 +8,12 @@
  * The waiting line goes only to a terminal on stderr, so a script reading
  * stderr never sees it.
  *
+ * Every print function escapes the control characters of the text it is
+ * given ({@linkcode terminalText}): text from elsewhere (an authorization
+ * server's `error_description`, an issuer, a scope) can neither send the
+ * terminal an escape sequence nor move its cursor. Sherlock's own styling
+ * is added after that, here and nowhere else.
+ *
  * @module
  */
 
@@ -28,14 +34,37 @@ export class StdoutClosedError extends Error {
   }
 }
 
-/** Writes text to stdout as it is. Throws {@linkcode StdoutClosedError}. */
+/**
+ * Writes text to stdout, its control characters escaped but for newlines
+ * and tabs ({@linkcode terminalText}). Throws {@linkcode StdoutClosedError}.
+ */
 export function printText(text: string): void {
+  writeStdout(terminalText(text));
+}
+
+/** Writes to stdout as it is: only text this module made safe. */
+function writeStdout(text: string): void {
   try {
     Deno.stdout.writeSync(encoder.encode(text));
   } catch (error) {
     if (error instanceof Deno.errors.BrokenPipe) throw new StdoutClosedError();
     throw error;
   }
+}
+
+/**
+ * Writes `value` to stdout as indented JSON on a line. JSON.stringify
+ * leaves DEL and C1 controls (U+007F–U+009F) as they are; they are written
+ * `\u007f`…`\u009f`, so the output stays JSON and reaches a terminal
+ * inert. Throws {@linkcode StdoutClosedError}.
+ */
+export function printJson(value: unknown): void {
+  const json = JSON.stringify(value, null, 2).replace(
+    // Only inside strings, where `\u` is JSON.
+    /[\x7f-\x9f]/g,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+  printLine(json);
 }
 
 /** Writes a line to stdout. Throws {@linkcode StdoutClosedError}. */
@@ -54,10 +83,24 @@ export function printError(line: string): void {
 }
 
 function printMarked(line: string, style: Style): void {
+  writeStderr(markedLines(line, { style, color: colorOn("stderr") }));
+}
+
+/**
+ * The lines {@linkcode printWarning} and {@linkcode printError} write:
+ * each line of `line` after the prefix, control characters escaped, the
+ * prefix alone styled when `color`.
+ */
+export function markedLines(
+  line: string,
+  options: { style: Style; color: boolean },
+): string {
   // A file with several problems reports one per line, each marked.
-  const prefix = styled("sherlock:", { style, stream: "stderr" });
-  const marked = line.split("\n").map((part) => `${prefix} ${part}\n`);
-  writeStderr(marked.join(""));
+  const prefix = options.color
+    ? styleText("sherlock:", options.style)
+    : "sherlock:";
+  return line.split("\n").map((part) => `${prefix} ${terminalText(part)}\n`)
+    .join("");
 }
 
 /** Writes to stderr, above the waiting line when one shows. */
@@ -88,20 +131,40 @@ export function reportError(error: unknown): number {
     } (set SHERLOCK_DEBUG=1 for details)`,
   );
   if (Deno.env.get("SHERLOCK_DEBUG") === "1" && error instanceof Error) {
-    writeStderr(`${error.stack}\n`);
+    writeStderr(`${terminalText(String(error.stack))}\n`);
   }
   return ExitCode.Software;
 }
 
 /**
- * `text` with every control character (C0, DEL, C1) written as `\xNN`, so
- * that a string from elsewhere (an audit log entry) printed on a terminal
- * can neither send it an escape sequence nor start a line of its own.
+ * `text` with every control character (C0, DEL, C1) written as `\xNN` and
+ * every backslash as `\\`, so that a field from elsewhere (an audit log
+ * entry, a tool's description) printed on a terminal can neither send it an
+ * escape sequence nor start a line of its own, and a literal `\x1b` in it
+ * does not print like an escaped ESC.
  */
 export function escapeControls(text: string): string {
   return text.replace(
     // deno-lint-ignore no-control-regex -- finding them is the point
-    /[\x00-\x1f\x7f-\x9f]/g,
+    /[\\\x00-\x1f\x7f-\x9f]/g,
+    (char) =>
+      char === "\\"
+        ? "\\\\"
+        : `\\x${char.charCodeAt(0).toString(16).padStart(2, "0")}`,
+  );
+}
+
+/**
+ * `text` as every print function writes it: each control character (C0,
+ * DEL, C1: ESC, BEL, CR, CSI…) written as `\xNN`, but for the newline and
+ * the tab, which are layout. Backslashes stay (a help text or a shell
+ * script has them); for a field whose backslashes must be told apart, see
+ * {@linkcode escapeControls}.
+ */
+export function terminalText(text: string): string {
+  return text.replace(
+    // deno-lint-ignore no-control-regex -- finding them is the point
+    /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g,
     (char) => `\\x${char.charCodeAt(0).toString(16).padStart(2, "0")}`,
   );
 }
@@ -146,17 +209,29 @@ export function printColumns(
   rows: readonly string[][],
   emphasis: ColumnsEmphasis,
 ): void {
-  const bold = colorOn("stdout");
-  const lines = columns(
-    rows,
-    bold
+  const lines = columnsLines(rows, { emphasis, color: colorOn("stdout") });
+  writeStdout(lines.map((line) => `${line}\n`).join(""));
+}
+
+/**
+ * The lines {@linkcode printColumns} writes: each cell's control
+ * characters escaped before the widths are taken, then the header or the
+ * first column in bold when `color`.
+ */
+export function columnsLines(
+  rows: readonly string[][],
+  options: { emphasis: ColumnsEmphasis; color: boolean },
+): string[] {
+  const safe = rows.map((row) => row.map((cell) => terminalText(cell)));
+  return columns(
+    safe,
+    options.color
       ? (cell, at) =>
-        (emphasis === "header" ? at.row === 0 : at.column === 0)
+        (options.emphasis === "header" ? at.row === 0 : at.column === 0)
           ? styleText(cell, "bold")
           : cell
       : undefined,
   );
-  for (const line of lines) printLine(line);
 }
 
 /**
@@ -165,14 +240,21 @@ export function printColumns(
  * and a colon) in bold on a terminal.
  */
 export function printHelp(text: string): void {
-  printLine(
-    colorOn("stdout")
-      ? text.replace(
-        /^([A-Z][a-z ]*:)/gm,
-        (heading) => styleText(heading, "bold"),
-      )
-      : text,
-  );
+  writeStdout(`${helpText(text, { color: colorOn("stdout") })}\n`);
+}
+
+/**
+ * The text {@linkcode printHelp} writes: control characters escaped, then
+ * the headings in bold when `color`.
+ */
+export function helpText(text: string, options: { color: boolean }): string {
+  const safe = terminalText(text);
+  return options.color
+    ? safe.replace(
+      /^([A-Z][a-z ]*:)/gm,
+      (heading) => styleText(heading, "bold"),
+    )
+    : safe;
 }
 
 // --- Colour and emphasis -------------------------------------------------
@@ -261,7 +343,7 @@ let shownWaiting: WaitingLine | undefined;
 function drawWaitingLine(line: WaitingLine): void {
   // Rounded: a timer fires a little after its time, never on it exactly.
   const seconds = Math.round((Date.now() - line.started) / 1000);
-  let text = waitingText(line.what, seconds);
+  let text = terminalText(waitingText(line.what, seconds));
   // A line wider than the terminal wraps, and "\r" would then clear only
   // its last row.
   const width = terminalWidth();

@@ -17,7 +17,7 @@ import {
 import { NoPermissionError, UsageError } from "../errors.ts";
 import { NAME_PATTERN } from "../config/names.ts";
 import { commandContext } from "./context.ts";
-import { printColumns, printLine, printWarning } from "./output.ts";
+import { printColumns, printJson, printLine, printWarning } from "./output.ts";
 import { didYouMean } from "../config/suggestion.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
 import { loadServices } from "../services/loader.ts";
@@ -84,7 +84,7 @@ export async function secretCommand(args: readonly string[]): Promise<number> {
           updated,
         })),
       };
-      printLine(JSON.stringify(shape, null, 2));
+      printJson(shape);
       return 0;
     }
     if (secrets.length === 0) {

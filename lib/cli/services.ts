@@ -34,6 +34,7 @@ import {
   columns,
   escapeControls,
   printColumns,
+  printJson,
   printLine,
   printWarning,
   SLOW_HELPER_MS,
@@ -120,7 +121,7 @@ async function listServices(options: { json: boolean }): Promise<number> {
         error: formatProblem(problem),
       })),
     };
-    printLine(JSON.stringify(shape, null, 2));
+    printJson(shape);
     return problems.length > 0 ? ExitCode.Config : 0;
   }
   services.forEach((service, index) => {
@@ -353,9 +354,8 @@ function printProbe(name: string, result: ProbeResult): number {
   }
   if (result.stderrTail.length > 0) {
     printLine("the server's stderr (last lines):");
-    for (const line of result.stderrTail) {
-      printLine(`  | ${escapeControls(line)}`);
-    }
+    // Escaped already (lib/mcp/probe.ts), and printLine escapes again.
+    for (const line of result.stderrTail) printLine(`  | ${line}`);
   }
   printWarning(`service ${name}: ${result.reason}; ${advice(name, result)}`);
   return ExitCode.Unavailable;

@@ -354,3 +354,190 @@ Deno.test("bridge: the legacy HTTP+SSE transport", async () => {
   assert.equal(remote.counts.unauthorized, 0);
   assert.ok(!stderr().includes(token));
 });
+
+/**
+ * A CA and a certificate for 127.0.0.1 signed by it, made with openssl in
+ * `folder`: the certificate and key for `Deno.serve`, the CA's file for
+ * DENO_CERT.
+ */
+async function localCertificate(
+  folder: string,
+): Promise<{ cert: string; key: string; caFile: string }> {
+  Deno.mkdirSync(folder, { recursive: true });
+  const at = (name: string) => join(folder, name);
+  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"];
+  Deno.writeTextFileSync(
+    at("ext"),
+    "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+  );
+  for (
+    const args of [
+      ["req", "-x509", ...ec, "-nodes", "-days", "1", "-subj", "/CN=test-ca"]
+        .concat(["-keyout", at("ca.key"), "-out", at("ca.pem")]),
+      ["req", ...ec, "-nodes", "-subj", "/CN=127.0.0.1"]
+        .concat(["-keyout", at("key.pem"), "-out", at("leaf.csr")]),
+      ["x509", "-req", "-in", at("leaf.csr"), "-CA", at("ca.pem")]
+        .concat(["-CAkey", at("ca.key"), "-CAcreateserial", "-days", "1"])
+        .concat(["-extfile", at("ext"), "-out", at("cert.pem")]),
+    ]
+  ) {
+    const made = await new Deno.Command("openssl", {
+      args,
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    assert.equal(made.code, 0, new TextDecoder().decode(made.stderr));
+  }
+  return {
+    cert: Deno.readTextFileSync(at("cert.pem")),
+    key: Deno.readTextFileSync(at("key.pem")),
+    caFile: at("ca.pem"),
+  };
+}
+
+/** A server on 127.0.0.1 that records the headers of every request. */
+function recordingServer(
+  answer: (request: Request, url: URL) => Response,
+): { url: string; seen: Headers[]; [Symbol.asyncDispose](): Promise<void> } {
+  const seen: Headers[] = [];
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    async (request) => {
+      seen.push(request.headers);
+      await request.body?.cancel();
+      return answer(request, new URL(request.url));
+    },
+  );
+  return {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    seen,
+    [Symbol.asyncDispose]: () => server.shutdown(),
+  };
+}
+
+Deno.test("bridge: a redirect to another origin is not followed, so the token (a custom header, or Authorization) never reaches it; the agent's request gets an error saying why; a redirect within the origin is followed", async (t) => {
+  const token = randomToken();
+  // Another port on 127.0.0.1 is another origin.
+  await using elsewhere = recordingServer(() =>
+    Response.json({ jsonrpc: "2.0", id: 1, result: { stolen: true } })
+  );
+  await using remote = recordingServer((request, url) => {
+    if (url.pathname === "/away") {
+      return new Response(null, {
+        status: 307,
+        headers: { location: `${elsewhere.url}/mcp` },
+      });
+    }
+    if (url.pathname === "/moved") {
+      return new Response(null, { status: 308, headers: { location: "/mcp" } });
+    }
+    return Response.json({
+      jsonrpc: "2.0",
+      id: 1,
+      result: { method: request.method, key: request.headers.get("x-api-key") },
+    });
+  });
+  await using home = await createBrokerHome();
+  await brokerWithService(home, `${remote.url}/mcp`, { token });
+  const tokenArgs = [
+    "--token-header",
+    "X-Api-Key",
+    "--token-format",
+    "{token}",
+  ];
+
+  for (
+    const [name, extra] of [
+      ["X-Api-Key", tokenArgs],
+      ["Authorization", []],
+    ] as const
+  ) {
+    await t.step(`to another origin, the token in ${name}`, async () => {
+      elsewhere.seen.length = 0;
+      const bridge = rawBridge(
+        home,
+        bridgeArgs(home, `${remote.url}/away`, [...extra]),
+      );
+      await bridge.send(INITIALIZE);
+      const answer = await bridge.receive();
+      const { code, stderr } = await bridge.end();
+      assert.equal(code, 0);
+      assert.ok(!stderr.includes(token));
+      for (const headers of elsewhere.seen) {
+        const values = [...headers.values()];
+        assert.ok(
+          !values.some((value) => value.includes(token)),
+          `the token reached the other origin in ${name}`,
+        );
+      }
+      assert.equal(elsewhere.seen.length, 0, "the other origin was asked");
+      assert.equal(answer.id, 1);
+      const error = answer.error as { code: number; message: string };
+      assert.ok(error, JSON.stringify(answer));
+      assert.match(
+        error.message,
+        new RegExp(
+          `redirected the request to ${elsewhere.url} \\(HTTP 307\\); sherlock sends the token only to ${remote.url}`,
+        ),
+      );
+    });
+  }
+
+  await t.step("from https to http (same host)", async () => {
+    // A certificate for 127.0.0.1 from a CA of the test's own, which the
+    // bridge trusts through DENO_CERT; the https server redirects to http.
+    const tls = await localCertificate(join(home.scratch, "tls"));
+    const secure = Deno.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      onListen() {},
+      cert: tls.cert,
+      key: tls.key,
+    }, async (request) => {
+      await request.body?.cancel();
+      return new Response(null, {
+        status: 308,
+        headers: { location: `${elsewhere.url}/mcp` },
+      });
+    });
+    try {
+      const url = `https://127.0.0.1:${secure.addr.port}/mcp`;
+      const bridge = startRawBridge({
+        args: bridgeArgs(home, url, tokenArgs),
+        env: {
+          ...home.env,
+          ...sessionEnv.get(home),
+          DENO_CERT: tls.caFile,
+        },
+        cwd: home.work,
+      });
+      await bridge.send(INITIALIZE);
+      const answer = await bridge.receive();
+      const error = answer.error as { code: number; message: string };
+      assert.ok(error, JSON.stringify(answer));
+      assert.match(
+        error.message,
+        new RegExp(
+          `redirected the request to ${elsewhere.url} \\(HTTP 308\\); sherlock sends the token only to https://127\\.0\\.0\\.1:${secure.addr.port}`,
+        ),
+      );
+      assert.equal((await bridge.end()).code, 0);
+      assert.equal(elsewhere.seen.length, 0, "the http origin was asked");
+    } finally {
+      await secure.shutdown();
+    }
+  });
+
+  await t.step("within the origin: followed, with the token", async () => {
+    const bridge = rawBridge(
+      home,
+      bridgeArgs(home, `${remote.url}/moved`, tokenArgs),
+    );
+    await bridge.send(INITIALIZE);
+    const answer = await bridge.receive();
+    assert.deepEqual(answer.result, { method: "POST", key: token });
+    const { code } = await bridge.end();
+    assert.equal(code, 0);
+    assert.equal(elsewhere.seen.length, 0);
+  });
+});

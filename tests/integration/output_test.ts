@@ -58,7 +58,7 @@ Deno.test("broker log | head -1: a closed stdout ends sherlock quietly, exit 0",
   assert.equal(Deno.readTextFileSync(codeFile).trim(), "0");
 });
 
-Deno.test("broker log: control characters in an entry are printed escaped, never sent to the terminal", async () => {
+Deno.test("broker log: control characters in an entry are printed escaped, never sent to the terminal; a literal backslash is doubled", async () => {
   await using home = await createTestHome();
   const stateDir = join(home.stateHome, "sherlock");
   Deno.mkdirSync(stateDir, { recursive: true });
@@ -73,6 +73,12 @@ Deno.test("broker log: control characters in an entry are printed escaped, never
       expiresAt: null,
       reason: "\x9b31mred\x7f\x00",
     },
+    {
+      time: "2025-01-01T00:00:02.000Z",
+      event: "token",
+      // Typed out, not an ESC: it must not print like the escaped one.
+      agent: "fake\\x1b]0;owned\\x07",
+    },
     { time: 42, event: ["token"], agent: { a: 1 } },
   ];
   Deno.writeTextFileSync(
@@ -83,12 +89,13 @@ Deno.test("broker log: control characters in an entry are printed escaped, never
   const result = await runSherlock(["broker", "log"], { env: home.env });
   assert.equal(result.code, 0, result.stderr);
   assert.equal(result.stderr, "");
-  // No control character but the line ends; a header and two entries.
+  // No control character but the line ends; a header and three entries.
   // deno-lint-ignore no-control-regex -- finding them is the point
   assert.doesNotMatch(result.stdout, /[\x00-\x09\x0b-\x1f\x7f-\x9f]/);
   const printed = lines(result.stdout);
-  assert.equal(printed.length, 3, result.stdout);
+  assert.equal(printed.length, 4, result.stdout);
   assert.match(printed[1], /fake\\x1b\]0;owned\\x07/);
+  assert.match(printed[2], /fake\\\\x1b\]0;owned\\\\x07/);
   assert.match(printed[1], /s1\\x0a2025-01-01T00:00:01\.000Z/);
   assert.match(printed[1], /api\\x1b\[2J\\x1b\[H/);
   assert.match(printed[1], /\\x9b31mred\\x7f\\x00$/);

@@ -1,13 +1,14 @@
 /**
  * The bridge's pure parts: its token keeper (kept until shortly before
  * expiry, one fetch for concurrent requests, one forced refresh for a burst
- * of 401s, a token dropped after a 403) and its event-stream reader; and
- * its argv.
+ * of 401s, a token dropped after a 403), its event-stream reader, the
+ * redirects it follows; and its argv.
  */
 
 import assert from "node:assert/strict";
 import { TokenKeeper } from "../../lib/bridge/tokens.ts";
 import { readEvents } from "../../lib/bridge/sse.ts";
+import { redirectAllowed } from "../../lib/bridge/relay.ts";
 import { parseBridgeArguments } from "../../lib/cli/bridge.ts";
 import { UsageError } from "../../lib/errors.ts";
 import { planDelivery } from "../../lib/render/delivery.ts";
@@ -248,4 +249,25 @@ format = "key {token}"
     tokenFormat: "key {token}",
     service: "docs",
   });
+});
+
+Deno.test("redirectAllowed: only within the origin; never to another host or port, never from https to http", () => {
+  const from = new URL("https://mcp.example.com/mcp");
+  const to = (url: string) => redirectAllowed(from, new URL(url));
+  assert.equal(to("https://mcp.example.com/v2/mcp"), true);
+  assert.equal(to("https://mcp.example.com:443/mcp?x=1"), true);
+  assert.equal(to("http://mcp.example.com/mcp"), false, "https to http");
+  assert.equal(to("https://mcp.example.com:8443/mcp"), false, "another port");
+  assert.equal(to("https://evil.example/mcp"), false, "another host");
+  assert.equal(to("https://sub.mcp.example.com/mcp"), false, "a subdomain");
+  assert.equal(to("data:text/plain,x"), false);
+  const local = new URL("http://127.0.0.1:8080/mcp");
+  assert.equal(
+    redirectAllowed(local, new URL("http://127.0.0.1:8081/")),
+    false,
+  );
+  assert.equal(
+    redirectAllowed(local, new URL("http://localhost:8080/")),
+    false,
+  );
 });

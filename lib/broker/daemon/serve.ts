@@ -77,14 +77,14 @@ export function brokerLogWriter(
 }
 
 /**
- * `line` with backslashes and control characters escaped (`\\`, `\n`,
- * `\x1b`…): a message that quotes a name or a server's answer can neither
- * start a new log entry nor send escape sequences to the terminal of whoever
- * reads the log.
+ * `line` with backslashes and control characters (C0, DEL, C1) escaped
+ * (`\\`, `\n`, `\x1b`, `\x9b`…): a message that quotes a name or a
+ * server's answer can neither start a new log entry nor send escape
+ * sequences to the terminal of whoever reads the log.
  */
 export function oneLogLine(line: string): string {
   // deno-lint-ignore no-control-regex -- control characters are the point
-  return line.replace(/[\\\x00-\x1f\x7f]/g, (character) => {
+  return line.replace(/[\\\x00-\x1f\x7f-\x9f]/g, (character) => {
     if (character === "\\") return "\\\\";
     if (character === "\n") return "\\n";
     if (character === "\t") return "\\t";

@@ -47,6 +47,7 @@ import {
 import {
   findExecutable,
   requireExecutable,
+  SignalledBeforeStart,
   signalNumber,
   SignalRelay,
   spawnError,
@@ -175,23 +176,36 @@ export async function executeSession(
   },
 ): Promise<number> {
   const { paths } = options;
-  sweepStaleSessions(paths.stateDir, options.onWarning);
-  const broker = await openBrokerSession({
-    delivery: plan.delivery,
-    // A session without MCP config (`--help`) needs no credential either.
-    credentials: plan.config.kind === "none"
-      ? []
-      : credentialNames(plan.profile.profile),
-    socket: paths.socket,
-    session: plan.session,
-    agent: plan.agent,
-  });
+  // Signals are caught from here until the agent has exited: one that
+  // comes before the agent starts (Ctrl-C while a token is fetched) ends
+  // the session with 128+N after cleaning up, and the agent never starts.
+  const relay = new SignalRelay();
   try {
-    return await runSession(plan, { ...options, broker });
+    sweepStaleSessions(paths.stateDir, options.onWarning);
+    const broker = await relay.unlessSignalled(openBrokerSession({
+      delivery: plan.delivery,
+      // A session without MCP config (`--help`) needs no credential either.
+      credentials: plan.config.kind === "none"
+        ? []
+        : credentialNames(plan.profile.profile),
+      socket: paths.socket,
+      session: plan.session,
+      agent: plan.agent,
+    }));
+    try {
+      return await runSession(plan, { ...options, broker, relay });
+    } finally {
+      // Also when the fetch or the config failed: the capability must not
+      // outlive the session (a killed sherlock's goes with its pid).
+      await broker?.end();
+    }
+  } catch (error) {
+    if (error instanceof SignalledBeforeStart) {
+      return 128 + signalNumber(error.signal);
+    }
+    throw error;
   } finally {
-    // Also when the fetch or the config failed: the capability must not
-    // outlive the session (a killed sherlock's goes with its pid).
-    await broker?.end();
+    relay.close();
   }
 }
 
@@ -203,9 +217,10 @@ async function runSession(
     onSummary?: (line: string) => void;
     waitFor?: <T>(what: string, work: Promise<T>) => Promise<T>;
     broker: BrokerSession | undefined;
+    relay: SignalRelay;
   },
 ): Promise<number> {
-  const { paths, broker } = options;
+  const { paths, broker, relay } = options;
   const waitFor = options.waitFor ?? ((_what, work) => work);
   const fetched = broker === undefined
     ? {
@@ -213,10 +228,13 @@ async function runSession(
       deferred: [],
       failed: new Map<string, SherlockError>(),
     }
-    : await waitFor("the services' tokens", broker.fetchTokens());
+    : await waitFor(
+      "the services' tokens",
+      relay.unlessSignalled(broker.fetchTokens()),
+    );
   const unready = broker === undefined
     ? new Map<string, SherlockError>()
-    : await broker.unreadyServices(plan.services);
+    : await relay.unlessSignalled(broker.unreadyServices(plan.services));
   const failures = [...fetched.failed, ...unready];
   if (plan.strict && failures.length > 0) throw failures[0][1];
   for (const [service, error] of fetched.failed) {
@@ -246,7 +264,7 @@ async function runSession(
   const planned = document.kind === "argv" && plan.config.kind === "argv"
     ? argsWithValues(plan, document.values)
     : plan.args;
-  const agent = await agentCredentials(plan, broker);
+  const agent = await relay.unlessSignalled(agentCredentials(plan, broker));
   const args = [...agent.args, ...planned];
   const executable = requireExecutable({
     name: plan.executable,
@@ -260,7 +278,6 @@ async function runSession(
       ...fetched.failed.keys(),
     ],
   }));
-  const relay = new SignalRelay();
   const record = newSessionRecord(plan.session, plan.agent);
   try {
     if (document.kind === "json" && plan.config.kind === "merge") {
@@ -298,13 +315,13 @@ async function runSession(
         `${executable} (agent ${plan.agent}) could not be started: its arguments and environment are larger than the system allows (one argument at most 128 KiB on Linux); shorten the profile's [argv] or [env], or the arguments`,
     });
   } finally {
-    // Clean up while signals are still caught: once the relay is closed, a
-    // SIGTERM or SIGHUP would end sherlock before the files are removed.
+    // Clean up while signals are still caught (executeSession closes the
+    // relay): a SIGTERM or SIGHUP would end sherlock before the files are
+    // removed.
     for (const warning of endSession(paths.stateDir, record)) {
       options.onWarning(warning);
     }
     await broker?.end();
-    relay.close();
   }
 }
 

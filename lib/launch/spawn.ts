@@ -117,11 +117,14 @@ const SENTINEL_WAIT_MS = 1000;
 async function signalsDelivered(): Promise<void> {
   let seen = () => {};
   const sentinel = new Promise<void>((resolve) => seen = resolve);
-  // Listeners do not keep the event loop alive; this timer does, and ends
-  // the wait should the signal never come.
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  // Listeners do not keep the event loop alive; this deadline does, and
+  // ends the wait should the signal never come. AbortSignal.timeout rather
+  // than setTimeout: a process's first setTimeout is dear
+  // (docs/BENCHMARKS.md). It cannot be cleared: a process that does not
+  // end with Deno.exit (sherlock's main does) lives until it fires.
+  const deadline = AbortSignal.timeout(SENTINEL_WAIT_MS);
   const timeout = new Promise<void>((resolve) =>
-    timer = setTimeout(resolve, SENTINEL_WAIT_MS)
+    deadline.addEventListener("abort", () => resolve(), { once: true })
   );
   try {
     Deno.addSignalListener(SENTINEL_SIGNAL, seen);
@@ -132,10 +135,7 @@ async function signalsDelivered(): Promise<void> {
       Deno.removeSignalListener(SENTINEL_SIGNAL, seen);
     }
   } catch {
-    // No such signal here: one turn of the event loop is the best left.
-    await new Promise((resolve) => setTimeout(resolve, 0));
-  } finally {
-    clearTimeout(timer);
+    // No such signal here (Windows): nothing to wait for.
   }
 }
 

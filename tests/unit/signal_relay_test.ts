@@ -27,6 +27,8 @@ const code = await relay.spawn({
 });
 relay.close();
 console.log(code);
+// As sherlock's main does: nothing pending keeps the process.
+Deno.exit(0);
 `;
 
 Deno.test("SignalRelay: a signal caught while sherlock was busy just before the spawn means no child, 128+N", async () => {

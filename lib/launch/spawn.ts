@@ -155,11 +155,19 @@ export class SignalRelay {
   /** Resolves with the first signal that arrives before the child starts. */
   #firstEarly: Promise<Deno.Signal>;
 
+  /**
+   * The first {@linkcode signalsDelivered} (keep rule): a process's first
+   * signal takes milliseconds to reach its listener, so it is sent while
+   * the session is prepared, not when the agent is about to start.
+   */
+  #warmed: Promise<void> = Promise.resolve();
+
   /** Starts catching signals. */
   constructor(rules: RelayRules = AGENT_RELAY) {
     this.#rules = rules;
     this.#firstEarly = new Promise((resolve) => this.#onEarly = resolve);
     if (Deno.build.os === "windows") return;
+    if (rules.early === "keep") this.#warmed = signalsDelivered();
     for (const signal of [...FORWARDED_SIGNALS, ...IGNORED_SIGNALS]) {
       const forwarded = rules.forwarded.includes(signal);
       this.#listen(signal, () => {
@@ -206,6 +214,7 @@ export class SignalRelay {
     if (this.#rules.early === "keep") {
       // Without this, a signal caught during the synchronous writes before
       // would reach its listener only once the child ran, and be ignored.
+      await this.#warmed;
       await signalsDelivered();
       if (this.pending) return 128 + signalNumber(this.pending);
     }

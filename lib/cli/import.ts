@@ -93,7 +93,7 @@ export async function importCommand(args: readonly string[]): Promise<number> {
     printLine(`skipped ${shown(entry.path)} ${entry.keyPath}: ${entry.reason}`);
   }
   if (!project) {
-    for (const path of unreadProjectFiles(cwd, named)) {
+    for (const path of unreadProjectFiles(cwd, files)) {
       printLine(
         `not read: ${
           shown(path)
@@ -111,14 +111,15 @@ export async function importCommand(args: readonly string[]): Promise<number> {
 }
 
 /**
- * The current folder's project files that exist and that neither
- * `--project` nor `--from` asked for.
+ * The current folder's project files that exist and are not read: neither
+ * named with `--from` nor the agent's own (`~/.gemini/settings.json` is
+ * both when the current folder is HOME).
  */
 function unreadProjectFiles(
   cwd: string,
-  named: readonly AgentConfigFile[],
+  read: readonly AgentConfigFile[],
 ): string[] {
-  const asked = new Set(named.map((file) => file.path));
+  const asked = new Set(read.map((file) => file.path));
   return projectConfigFiles(cwd).map((file) => file.path).filter((path) => {
     if (asked.has(path)) return false;
     try {

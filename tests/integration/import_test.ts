@@ -341,4 +341,21 @@ Deno.test("import in a cloned repository: its .mcp.json and .gemini/settings.jso
       `description = "imported from ${mcpJson} mcpServers\\.repo-helper"`,
     ),
   );
+
+  // Run in HOME, ~/.gemini/settings.json is Gemini's own file: read, and
+  // not called a project file.
+  Deno.mkdirSync(join(home.home, ".gemini"));
+  Deno.writeTextFileSync(
+    join(home.home, ".gemini", "settings.json"),
+    '{ "mcpServers": { "mine": { "command": "my-server" } } }',
+  );
+  const inHome = await home.sherlock(["import", "--dry-run"], {
+    cwd: home.home,
+  });
+  assert.equal(inHome.code, 0, inHome.stderr);
+  assert.match(
+    inHome.stdout,
+    /^would write \S+\/mine\.toml \(from ~\/\.gemini\/settings\.json mcpServers\.mine\):$/m,
+  );
+  assert.doesNotMatch(inHome.stdout, /not read/);
 });

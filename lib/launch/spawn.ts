@@ -13,6 +13,11 @@
  *   terminal sends them to the whole foreground process group, so the agent
  *   already gets Ctrl-C (once), and sherlock must outlive it to clean up.
  * - sherlock exits with the agent's code, or 128+N when signal N killed it.
+ * - A signal that comes before the agent exists (any of the four, caught
+ *   from the start of the session) means 128+N and no agent: a step being
+ *   awaited ends at once ({@linkcode SignalRelay.unlessSignalled}), and
+ *   {@linkcode SignalRelay.spawn} first waits until every signal caught so
+ *   far has reached its listener.
  *
  * @module
  */

@@ -13,6 +13,7 @@ import {
   formatProblem,
   InvalidFileError,
 } from "../config/toml_files.ts";
+import { shortenForQuote } from "../config/names.ts";
 import { didYouMean } from "../config/suggestion.ts";
 import { CantCreateError, ExitCode, UsageError } from "../errors.ts";
 import { describeFsError, writeFileExclusively } from "../private_files.ts";
@@ -143,7 +144,7 @@ function fileBasename(path: string): string {
 /** A problem's first line, without the path (the row names the file). */
 function firstProblem(problem: FileProblem): string {
   const line = problem.line === undefined ? "" : `line ${problem.line}: `;
-  const key = problem.key ? `${problem.key}: ` : "";
+  const key = problem.key ? `${shortenForQuote(problem.key)}: ` : "";
   const more = problem.further?.length
     ? ` (+${problem.further.length} more, below)`
     : "";

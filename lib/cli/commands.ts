@@ -135,14 +135,17 @@ Example:
   },
   import: {
     summary: "import the MCP servers the agents already have into services.d",
-    help: `Usage: sherlock import [--dry-run] [--from PATH]…
+    help: `Usage: sherlock import [--dry-run] [--project] [--from PATH]…
 
 Reads the MCP servers the agents already have — Claude Code (~/.claude.json,
-its user and project scopes, and ./.mcp.json), Copilot CLI
-(~/.copilot/mcp-config.json), Codex (~/.codex/config.toml [mcp_servers]),
-Gemini (~/.gemini/settings.json) — and every file given with --from in
-one of the formats sherlock renders, and writes one services.d file per
-server. A value that looks like a credential (an env value or header named
+its user and project scopes), Copilot CLI (~/.copilot/mcp-config.json),
+Codex (~/.codex/config.toml [mcp_servers]), Gemini (~/.gemini/settings.json)
+— and every file given with --from in one of the formats sherlock renders,
+and writes one services.d file per server, saying which file each came
+from. The current folder's project files (./.mcp.json,
+./.gemini/settings.json) come with a repository, and their servers would
+become services of every agent in every folder: they are read only with
+--project (or named with --from). A value that looks like a credential (an env value or header named
 *TOKEN*, *KEY*, *SECRET*, *PASSWORD*, Authorization, or a value starting
 with a known token prefix such as ghp_, github_pat_, sk-, xox) goes into
 the encrypted store (log in first) with [token] source = "secret", never
@@ -153,6 +156,8 @@ which of them still hold plaintext credentials, and where (never the value).
 Options:
   --dry-run    show what would be written, every env and header value
                redacted; writes and stores nothing
+  --project    also read the current folder's ./.mcp.json and
+               ./.gemini/settings.json (only in a repository you trust)
   --from PATH  also read PATH (JSON with "mcpServers" or opencode's "mcp",
                a servers map, or TOML with [mcp_servers]); repeatable
 

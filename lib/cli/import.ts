@@ -1,9 +1,11 @@
 /**
- * `sherlock import [--dry-run] [--from PATH]…`: the MCP servers the agents
- * already have become services.d files; their credentials go into the
- * encrypted store, never into a file. Never overwrites a service or a
- * stored secret, never modifies an agent's file, and ends by listing where
- * the agents' files still hold plaintext credentials (never the values).
+ * `sherlock import [--dry-run] [--project] [--from PATH]…`: the MCP servers
+ * the agents already have become services.d files; their credentials go
+ * into the encrypted store, never into a file. Never overwrites a service
+ * or a stored secret, never modifies an agent's file, and ends by listing
+ * where the agents' files still hold plaintext credentials (never the
+ * values). The current folder's project files (a cloned repository's
+ * `.mcp.json`) are read only with `--project` or when named with `--from`.
  *
  * @module
  */
@@ -30,6 +32,7 @@ import {
   agentConfigFiles,
   type ImportedServer,
   parseAgentConfig,
+  projectConfigFiles,
   type SkippedEntry,
 } from "../import/agent_configs.ts";
 import {
@@ -51,18 +54,20 @@ export const MAX_AGENT_FILE_BYTES = 64 * 1024 * 1024;
 
 /** Runs the command; returns the exit code. */
 export async function importCommand(args: readonly string[]): Promise<number> {
-  const { dryRun, from } = parseArgs(args);
+  const { dryRun, project, from } = parseArgs(args);
   const { env, paths } = commandContext();
   const cwd = Deno.cwd();
   const home = env.HOME;
   const shown = (path: string) => displayPath(path, home);
+  const named = from.map((path): AgentConfigFile => ({
+    agent: "file",
+    path: isAbsolute(path) ? path : join(cwd, path),
+    format: "any",
+  }));
   const files: AgentConfigFile[] = [
-    ...agentConfigFiles(env, cwd),
-    ...from.map((path): AgentConfigFile => ({
-      agent: "file",
-      path: isAbsolute(path) ? path : join(cwd, path),
-      format: "any",
-    })),
+    ...agentConfigFiles(env),
+    ...(project ? projectConfigFiles(cwd) : []),
+    ...named,
   ];
   const { servers, skipped, problems } = readAgentFiles(files, from.length);
   for (const problem of problems) printWarning(problem);
@@ -87,6 +92,17 @@ export async function importCommand(args: readonly string[]): Promise<number> {
   for (const entry of skippedEntries) {
     printLine(`skipped ${shown(entry.path)} ${entry.keyPath}: ${entry.reason}`);
   }
+  if (!project) {
+    for (const path of unreadProjectFiles(cwd, files)) {
+      printLine(
+        `not read: ${
+          shown(path)
+        }, this folder's project file: it comes with the repository, and its servers would become services of every agent in every folder; "sherlock import --project" (or --from ${
+          shown(path)
+        }) imports them once you trust it`,
+      );
+    }
+  }
   if (plan.services.length === 0 && skippedEntries.length === 0) {
     printLine("no MCP servers found in the agents' files");
   }
@@ -94,14 +110,37 @@ export async function importCommand(args: readonly string[]): Promise<number> {
   return problems.length > 0 ? ExitCode.Config : 0;
 }
 
+/**
+ * The current folder's project files that exist and are not read: neither
+ * named with `--from` nor the agent's own (`~/.gemini/settings.json` is
+ * both when the current folder is HOME).
+ */
+function unreadProjectFiles(
+  cwd: string,
+  read: readonly AgentConfigFile[],
+): string[] {
+  const asked = new Set(read.map((file) => file.path));
+  return projectConfigFiles(cwd).map((file) => file.path).filter((path) => {
+    if (asked.has(path)) return false;
+    try {
+      Deno.statSync(path);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
 function parseArgs(
   args: readonly string[],
-): { dryRun: boolean; from: string[] } {
+): { dryRun: boolean; project: boolean; from: string[] } {
   let dryRun = false;
+  let project = false;
   const from: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
     if (arg === "--dry-run") dryRun = true;
+    else if (arg === "--project") project = true;
     else if (arg === "--from") {
       const value = args[++i];
       if (value === undefined || value === "") {
@@ -115,7 +154,7 @@ function parseArgs(
       );
     }
   }
-  return { dryRun, from };
+  return { dryRun, project, from };
 }
 
 /**

@@ -1,11 +1,12 @@
 /**
  * The MCP server definitions an operator already has, read from each
  * agent's own config: Claude Code (`~/.claude.json`, its user scope and
- * every project's scope, and a project's `.mcp.json`), Copilot CLI
+ * every project's scope; a project's `.mcp.json` when asked), Copilot CLI
  * (`~/.copilot/mcp-config.json`), Codex (`~/.codex/config.toml`
  * `[mcp_servers]`), Gemini (`~/.gemini/settings.json`, JSON with comments)
  * and any file in one of the formats sherlock renders. Pure: text in,
- * server definitions out; `agentConfigFiles` only computes paths.
+ * server definitions out; `agentConfigFiles` and `projectConfigFiles` only
+ * compute paths.
  *
  * @module
  */
@@ -88,8 +89,11 @@ export interface ParsedAgentConfig {
   skipped: SkippedEntry[];
 }
 
-/** The agents' files, where each agent keeps them, for HOME and cwd. */
-export function agentConfigFiles(env: Env, cwd: string): AgentConfigFile[] {
+/**
+ * The agents' own files in the operator's home, where each agent keeps
+ * them: what the operator set up, read by default.
+ */
+export function agentConfigFiles(env: Env): AgentConfigFile[] {
   const home = env.HOME ?? "";
   const codexHome = env.CODEX_HOME || join(home, ".codex");
   return [
@@ -98,7 +102,6 @@ export function agentConfigFiles(env: Env, cwd: string): AgentConfigFile[] {
       path: join(home, ".claude.json"),
       format: "claude-user",
     },
-    { agent: "claude", path: join(cwd, ".mcp.json"), format: "mcp-json" },
     {
       agent: "copilot",
       path: join(home, ".copilot", "mcp-config.json"),
@@ -110,9 +113,22 @@ export function agentConfigFiles(env: Env, cwd: string): AgentConfigFile[] {
       path: join(home, ".gemini", "settings.json"),
       format: "gemini",
     },
+  ];
+}
+
+/**
+ * A folder's project files (`.mcp.json`, `.gemini/settings.json`): they come
+ * with the repository, from whoever wrote it, and the agents ask before they
+ * start such a server. An import would make them services of every agent in
+ * every folder, so they are read only when the operator asks
+ * (`sherlock import --project`).
+ */
+export function projectConfigFiles(folder: string): AgentConfigFile[] {
+  return [
+    { agent: "claude", path: join(folder, ".mcp.json"), format: "mcp-json" },
     {
       agent: "gemini",
-      path: join(cwd, ".gemini", "settings.json"),
+      path: join(folder, ".gemini", "settings.json"),
       format: "gemini",
     },
   ];

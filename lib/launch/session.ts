@@ -48,6 +48,7 @@ import {
 import {
   findExecutable,
   requireExecutable,
+  SignalledBeforeStart,
   signalNumber,
   SignalRelay,
   spawnError,
@@ -176,27 +177,39 @@ export async function executeSession(
   },
 ): Promise<number> {
   const { paths } = options;
-  sweepStaleSessions(paths.stateDir, options.onWarning);
-  const broker = await openBrokerSession({
-    delivery: plan.delivery,
-    // A session without MCP config (`--help`) needs no credential either.
-    credentials: plan.config.kind === "none"
-      ? []
-      : credentialNames(plan.profile.profile),
-    socket: paths.socket,
-    session: plan.session,
-    agent: plan.agent,
-  });
-  const signals: { relay?: SignalRelay } = {};
+  // Signals are caught from here until the agent has exited: one that
+  // comes before the agent starts (Ctrl-C while a token is fetched) ends
+  // the session with 128+N after cleaning up, and the agent never starts.
+  const relay = new SignalRelay();
   try {
-    return await runSession(plan, { ...options, broker, signals });
+    sweepStaleSessions(paths.stateDir, options.onWarning);
+    const broker = await relay.unlessSignalled(openBrokerSession({
+      delivery: plan.delivery,
+      // A session without MCP config (`--help`) needs no credential either.
+      credentials: plan.config.kind === "none"
+        ? []
+        : credentialNames(plan.profile.profile),
+      socket: paths.socket,
+      session: plan.session,
+      agent: plan.agent,
+    }));
+    try {
+      return await runSession(plan, { ...options, broker, relay });
+    } finally {
+      // The one end of the broker session, also when the fetch or the
+      // config failed: the capability must not outlive the session (a
+      // killed sherlock's goes with its pid). Before the relay closes: while
+      // signals are caught, a SIGTERM or SIGHUP cannot end sherlock before
+      // it is told.
+      await broker?.end();
+    }
+  } catch (error) {
+    if (error instanceof SignalledBeforeStart) {
+      return 128 + signalNumber(error.signal);
+    }
+    throw error;
   } finally {
-    // The one end of the broker session, also when the fetch or the config
-    // failed: the capability must not outlive the session (a killed
-    // sherlock's goes with its pid). Before the relay closes: while signals
-    // are caught, a SIGTERM or SIGHUP cannot end sherlock before it is told.
-    await broker?.end();
-    signals.relay?.close();
+    relay.close();
   }
 }
 
@@ -208,11 +221,10 @@ async function runSession(
     onSummary?: (line: string) => void;
     waitFor?: <T>(what: string, work: Promise<T>) => Promise<T>;
     broker: BrokerSession | undefined;
-    /** Where the signal relay goes once made; the caller closes it. */
-    signals: { relay?: SignalRelay };
+    relay: SignalRelay;
   },
 ): Promise<number> {
-  const { paths, broker } = options;
+  const { paths, broker, relay } = options;
   const waitFor = options.waitFor ?? ((_what, work) => work);
   const fetched = broker === undefined
     ? {
@@ -220,10 +232,13 @@ async function runSession(
       deferred: [],
       failed: new Map<string, SherlockError>(),
     }
-    : await waitFor("the services' tokens", broker.fetchTokens());
+    : await waitFor(
+      "the services' tokens",
+      relay.unlessSignalled(broker.fetchTokens()),
+    );
   const unready = broker === undefined
     ? new Map<string, SherlockError>()
-    : await broker.unreadyServices(plan.services);
+    : await relay.unlessSignalled(broker.unreadyServices(plan.services));
   const failures = [...fetched.failed, ...unready];
   if (plan.strict && failures.length > 0) throw failures[0][1];
   for (const [service, error] of fetched.failed) {
@@ -253,7 +268,7 @@ async function runSession(
   const planned = document.kind === "argv" && plan.config.kind === "argv"
     ? argsWithValues(plan, document.values)
     : plan.args;
-  const agent = await agentCredentials(plan, broker);
+  const agent = await relay.unlessSignalled(agentCredentials(plan, broker));
   const args = [...agent.args, ...planned];
   const executable = requireExecutable({
     name: plan.executable,
@@ -267,8 +282,6 @@ async function runSession(
       ...fetched.failed.keys(),
     ],
   }));
-  const relay = new SignalRelay();
-  options.signals.relay = relay;
   const record = newSessionRecord(plan.session, plan.agent);
   try {
     if (document.kind === "json" && plan.config.kind === "merge") {
@@ -306,8 +319,9 @@ async function runSession(
         `${executable} (agent ${plan.agent}) could not be started: its arguments and environment are larger than the system allows (one argument at most 128 KiB on Linux); shorten the profile's [argv] or [env], or the arguments`,
     });
   } finally {
-    // Clean up while signals are still caught: once the relay is closed, a
-    // SIGTERM or SIGHUP would end sherlock before the files are removed.
+    // Clean up while signals are still caught (executeSession closes the
+    // relay): a SIGTERM or SIGHUP would end sherlock before the files are
+    // removed.
     for (const warning of endSession(paths.stateDir, record)) {
       options.onWarning(warning);
     }

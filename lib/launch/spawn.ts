@@ -13,6 +13,11 @@
  *   terminal sends them to the whole foreground process group, so the agent
  *   already gets Ctrl-C (once), and sherlock must outlive it to clean up.
  * - sherlock exits with the agent's code, or 128+N when signal N killed it.
+ * - A signal that comes before the agent exists (any of the four, caught
+ *   from the start of the session) means 128+N and no agent: a step being
+ *   awaited ends at once ({@linkcode SignalRelay.unlessSignalled}), and
+ *   {@linkcode SignalRelay.spawn} first waits until every signal caught so
+ *   far has reached its listener.
  *
  * @module
  */
@@ -83,6 +88,63 @@ export interface SpawnOptions {
 }
 
 /**
+ * Thrown by {@linkcode SignalRelay.unlessSignalled} when a signal arrives
+ * before the child starts: the caller cleans up and exits 128+N without
+ * starting it.
+ */
+export class SignalledBeforeStart extends Error {
+  /** The signal that arrived. */
+  readonly signal: Deno.Signal;
+
+  /** Creates the error for `signal`. */
+  constructor(signal: Deno.Signal) {
+    super(`${signal} before the child started`);
+    this.name = "SignalledBeforeStart";
+    this.signal = signal;
+  }
+}
+
+/** The signal {@linkcode signalsDelivered} sends itself: harmless if it came. */
+const SENTINEL_SIGNAL: Deno.Signal = "SIGWINCH";
+
+/** How long {@linkcode signalsDelivered} waits for its own signal at most. */
+const SENTINEL_WAIT_MS = 1000;
+
+/**
+ * Resolves once every signal that reached this process before the call
+ * has reached its listeners. A caught signal reaches its listener only
+ * when the event loop turns, through the runtime's signal thread: one turn
+ * was not enough (about 1 in 100 was still on its way). So this process
+ * sends itself {@linkcode SENTINEL_SIGNAL} (a terminal's resize: nothing
+ * happens) and waits for that one's listener; the runtime hands every
+ * pending signal over together, so the earlier ones come no later.
+ */
+async function signalsDelivered(): Promise<void> {
+  let seen = () => {};
+  const sentinel = new Promise<void>((resolve) => seen = resolve);
+  // Listeners do not keep the event loop alive; this deadline does, and
+  // ends the wait should the signal never come. AbortSignal.timeout rather
+  // than setTimeout: a process's first setTimeout is dear
+  // (docs/BENCHMARKS.md). It cannot be cleared: a process that does not
+  // end with Deno.exit (sherlock's main does) lives until it fires.
+  const deadline = AbortSignal.timeout(SENTINEL_WAIT_MS);
+  const timeout = new Promise<void>((resolve) =>
+    deadline.addEventListener("abort", () => resolve(), { once: true })
+  );
+  try {
+    Deno.addSignalListener(SENTINEL_SIGNAL, seen);
+    try {
+      Deno.kill(Deno.pid, SENTINEL_SIGNAL);
+      await Promise.race([sentinel, timeout]);
+    } finally {
+      Deno.removeSignalListener(SENTINEL_SIGNAL, seen);
+    }
+  } catch {
+    // No such signal here (Windows): nothing to wait for.
+  }
+}
+
+/**
  * Catches signals from before the child exists (while the agent's files
  * are written, or the server's token fetched) until it has exited, so that
  * sherlock always gets to clean up, and relays them by its
@@ -94,16 +156,30 @@ export class SignalRelay {
   #early: Deno.Signal[] = [];
   #child: Deno.ChildProcess | undefined;
   #handlers = new Map<Deno.Signal, () => void>();
+  #onEarly: (signal: Deno.Signal) => void = () => {};
+  /** Resolves with the first signal that arrives before the child starts. */
+  #firstEarly: Promise<Deno.Signal>;
+
+  /**
+   * The first {@linkcode signalsDelivered} (keep rule): a process's first
+   * signal takes milliseconds to reach its listener, so it is sent while
+   * the session is prepared, not when the agent is about to start.
+   */
+  #warmed: Promise<void> = Promise.resolve();
 
   /** Starts catching signals. */
   constructor(rules: RelayRules = AGENT_RELAY) {
     this.#rules = rules;
+    this.#firstEarly = new Promise((resolve) => this.#onEarly = resolve);
     if (Deno.build.os === "windows") return;
+    if (rules.early === "keep") this.#warmed = signalsDelivered();
     for (const signal of [...FORWARDED_SIGNALS, ...IGNORED_SIGNALS]) {
       const forwarded = rules.forwarded.includes(signal);
       this.#listen(signal, () => {
-        if (!this.#child) this.#early.push(signal);
-        else if (forwarded) this.#forward(signal);
+        if (!this.#child) {
+          this.#early.push(signal);
+          this.#onEarly(signal);
+        } else if (forwarded) this.#forward(signal);
       });
     }
   }
@@ -114,11 +190,39 @@ export class SignalRelay {
   }
 
   /**
+   * Waits for `work` (a step before the child starts: a token fetch),
+   * unless a signal arrives first or has already: then throws
+   * {@linkcode SignalledBeforeStart} at once, without waiting for `work`
+   * (whose outcome is dropped). For the `keep` rule: Ctrl-C while a
+   * credential helper runs ends sherlock now, not once the helper is done.
+   */
+  async unlessSignalled<T>(work: Promise<T>): Promise<T> {
+    const signalled = this.#firstEarly.then((signal): never => {
+      throw new SignalledBeforeStart(signal);
+    });
+    // The loser's outcome is dropped, not reported as unhandled.
+    work.catch(() => {});
+    signalled.catch(() => {});
+    if (this.pending) throw new SignalledBeforeStart(this.pending);
+    return await Promise.race([work, signalled]);
+  }
+
+  /**
    * Starts the child with inherited stdio and waits for it. Returns the
    * exit code sherlock should exit with. Spawn failures (not found, not
    * executable) are thrown as Deno's errors (see {@linkcode spawnError}).
+   * With the `keep` rule, a signal that came before (while sherlock wrote
+   * files, without letting the event loop turn, so that no listener had
+   * run yet) means 128+N and no child.
    */
   async spawn(options: SpawnOptions): Promise<number> {
+    if (this.#rules.early === "keep") {
+      // Without this, a signal caught during the synchronous writes before
+      // would reach its listener only once the child ran, and be ignored.
+      await this.#warmed;
+      await signalsDelivered();
+      if (this.pending) return 128 + signalNumber(this.pending);
+    }
     const child = new Deno.Command(options.path, {
       args: options.args,
       env: options.env,

@@ -13,7 +13,9 @@ import {
   installFakeAgent,
   startWaitingSession,
 } from "../helpers/agent.ts";
+import { createBrokerHome } from "../helpers/broker_home.ts";
 import { createTestHome, type TestHome } from "../helpers/home.ts";
+import { sh } from "../helpers/shell.ts";
 import { profileToml } from "../helpers/profiles.ts";
 import { lines, runSherlock, startSherlock } from "../helpers/sherlock.ts";
 import { exists, waitUntil } from "../helpers/wait.ts";
@@ -224,4 +226,45 @@ exit 5
   assert.equal(Deno.readTextFileSync(marker).trim(), "TERM");
   assert.equal(result.code, 5, "the launcher exits once its child is gone");
   assertCleanedUp(home);
+});
+
+Deno.test("Ctrl-C while a token is fetched, before the agent starts: exit 130 at once, the agent never starts (issue 17, item 14)", async () => {
+  await using home = await createBrokerHome();
+  home.addAgent();
+  // The credential helper blocks until the test releases it: sherlock is
+  // then waiting in the last step before the agent's start.
+  const fetching = join(home.scratch, "fetching");
+  const release = join(home.scratch, "release");
+  home.addHelperService("github", {
+    before: `touch ${sh(fetching)}; ` +
+      `while [ ! -e ${sh(release)} ]; do sleep 0.05; done`,
+  });
+  await home.login();
+  using agent = new AgentRun(home.scratch, {
+    config: "env:SHERLOCK_MCP_CONFIG",
+  });
+  const sherlock = startSherlock(["run", "fake"], {
+    env: { ...home.env, ...agent.env },
+    cwd: home.work,
+    detached: true,
+    timeoutMs: 60_000,
+  });
+  try {
+    await waitUntil(() => exists(fetching), "the token fetch to start");
+    // A terminal sends SIGINT to the whole foreground process group.
+    sherlock.killGroup("SIGINT");
+    // Not released yet: sherlock does not wait for the helper to finish.
+    const result = await sherlock.result;
+    assert.equal(result.signal, null, "sherlock exits, not killed by SIGINT");
+    assert.equal(result.code, 130, result.stderr);
+    assert.doesNotMatch(result.stderr, /internal error|\n\s+at /);
+  } finally {
+    Deno.writeTextFileSync(release, "");
+  }
+  assert.equal(agent.hasStarted, false, "the agent started after Ctrl-C");
+  assert.deepEqual(home.sessionRecords(), []);
+  assert.deepEqual(
+    home.runtimeFiles().filter((name) => !name.startsWith("broker.")),
+    [],
+  );
 });

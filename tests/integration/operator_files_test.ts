@@ -279,3 +279,28 @@ Deno.test("an unknown key of 900 K characters: one short line, the service skipp
     `peak memory ${measured.peakKiB} KiB`,
   );
 });
+
+Deno.test("sherlock agents with a profile holding a 900 K-character key: its row and its line quote a short start (issue 17, item 13)", async () => {
+  await using home = await homeWithGoodService();
+  const profile = join(home.agentsDir, "long.toml");
+  Deno.writeTextFileSync(
+    profile,
+    Deno.readTextFileSync(join(home.agentsDir, "fake.toml"))
+      .replace('name = "fake"', 'name = "long"') +
+      `\n[argv]\n${"k".repeat(900_000)} = 1\n`,
+  );
+  const listed = await sherlock(home, ["agents"]);
+  assertNoStackTrace(listed);
+  assert.equal(listed.code, 78, listed.stderr);
+  assert.ok(
+    listed.stdout.length + listed.stderr.length < 10_000,
+    `${listed.stdout.length + listed.stderr.length} characters printed`,
+  );
+  assert.match(listed.stdout, /^long .*argv\.k{59}…: unknown key/m);
+  assert.match(
+    listed.stderr,
+    new RegExp(
+      `^sherlock: skipped malformed profile ${profile}:\\d+: argv\\.k{59}…: unknown key`,
+    ),
+  );
+});

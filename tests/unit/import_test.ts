@@ -10,8 +10,10 @@
 import assert from "node:assert/strict";
 import {
   type AgentConfigFile,
+  agentConfigFiles,
   type ImportedServer,
   parseAgentConfig,
+  projectConfigFiles,
   stripJsonComments,
 } from "../../lib/import/agent_configs.ts";
 import { isCredential, splitCredential } from "../../lib/import/credentials.ts";
@@ -399,4 +401,22 @@ Deno.test("planImport: the same server in two agents is one service; two credent
     assert.equal(skipped.reason.includes("hunter2"), false);
     assert.equal(skipped.reason.includes("abc123"), false);
   }
+});
+
+Deno.test("the files read by default are the operator's own, in HOME; a folder's project files only when asked (issue 17, item 11)", () => {
+  const env = { HOME: "/home/op" };
+  const paths = agentConfigFiles(env).map((file) => file.path);
+  assert.deepEqual(paths, [
+    "/home/op/.claude.json",
+    "/home/op/.copilot/mcp-config.json",
+    "/home/op/.codex/config.toml",
+    "/home/op/.gemini/settings.json",
+  ]);
+  assert.deepEqual(
+    projectConfigFiles("/src/cloned").map((file) => [file.path, file.format]),
+    [
+      ["/src/cloned/.mcp.json", "mcp-json"],
+      ["/src/cloned/.gemini/settings.json", "gemini"],
+    ],
+  );
 });

@@ -377,10 +377,14 @@ Deno.test("client registration: the service's client_id, a CIMD, else a clear er
         grant_types: ["authorization_code", "refresh_token"],
       }],
     }, { client_id: "sherlock-test" });
-    const result = await authorize(s.home);
+    const log = `${s.home.root}/browser.log`;
+    const result = await authorize(s.home, log);
     assert.equal(result.code, 0, result.stderr);
     assert.equal(s.as.counts.registration, 0);
-    assert.match(result.stderr, /client_id=sherlock-test/);
+    assert.equal(
+      urlsOpened(log)[0].searchParams.get("client_id"),
+      "sherlock-test",
+    );
   });
   await t.step("no registration, no client_id: a clear error", async () => {
     await using s = await setup({ registration: false });
@@ -411,10 +415,11 @@ Deno.test("client registration: the service's client_id, a CIMD, else a clear er
         await using s = await setup({ clientIdMetadataDocuments: true }, {
           client_metadata_url: url,
         });
-        const result = await authorize(s.home);
+        const log = `${s.home.root}/browser.log`;
+        const result = await authorize(s.home, log);
         assert.equal(result.code, 0, result.stderr);
         assert.equal(s.as.counts.registration, 0);
-        assert.ok(result.stderr.includes(encodeURIComponent(url)));
+        assert.equal(urlsOpened(log)[0].searchParams.get("client_id"), url);
       } finally {
         await document.shutdown();
       }

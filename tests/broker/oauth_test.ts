@@ -753,10 +753,14 @@ Deno.test("an interrupted sherlock auth (SIGINT) closes the daemon's listener at
     cwd: home.work,
   });
   const port = await listenerPort(urlFile);
+  const page = new URL(Deno.readTextFileSync(urlFile).trim());
+  assert.ok(Deno.statSync(page).isFile);
+  assert.equal(Deno.statSync(page).mode! & 0o777, 0o600);
   assert.ok(await accepts(port), "the listener is open while auth waits");
   running.kill("SIGINT");
   const ended = await running.exited;
-  assert.notEqual(ended.code, 0);
+  assert.equal(ended.code, 130);
+  assert.throws(() => Deno.statSync(page), "the launch page is removed");
   await closesWithin(port, 5_000);
   const status = await home.sherlock(["auth", "status", "--json"]);
   assert.equal(status.code, 0, status.stderr);

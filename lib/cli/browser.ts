@@ -16,6 +16,7 @@
  * @module
  */
 
+import { ExitCode } from "../errors.ts";
 import {
   ensurePrivateDir,
   removeIfPresent,
@@ -52,7 +53,8 @@ export interface LaunchPage extends Disposable {
 /**
  * Writes the launch page for `url` into `runtimeDir` (0600, in a 0700
  * folder): a page that forwards the browser to `url` at once. Disposing of
- * it removes the file; pages a killed flow left are removed here.
+ * it removes the file, and so does SIGINT or SIGTERM before it (sherlock
+ * then exits 130 or 143); pages a killed flow left are removed here.
  */
 export function writeLaunchPage(url: string, runtimeDir: string): LaunchPage {
   ensurePrivateDir(runtimeDir);
@@ -72,10 +74,26 @@ export function writeLaunchPage(url: string, runtimeDir: string): LaunchPage {
 <body><p>Opening the sign-in page… <a href="${target}">continue</a></p></body></html>
 `,
   );
+  // Ctrl-C or a kill while the browser runs: the page goes too (it would
+  // otherwise wait for the next flow's sweep).
+  const onSignal = (code: number) => () => {
+    removeIfPresent(path);
+    Deno.exit(code);
+  };
+  const handlers = [
+    ["SIGINT", onSignal(ExitCode.Interrupted)],
+    ["SIGTERM", onSignal(128 + 15)],
+  ] as const;
+  for (const [signal, handler] of handlers) {
+    Deno.addSignalListener(signal, handler);
+  }
   return {
     path,
     url: `file://${encodeURI(path)}`,
     [Symbol.dispose]() {
+      for (const [signal, handler] of handlers) {
+        Deno.removeSignalListener(signal, handler);
+      }
       removeIfPresent(path);
     },
   };

@@ -186,8 +186,9 @@ with no terminal, from the first line of stdin, or of PATH with
 --passphrase-file (e.g. --passphrase-file /dev/fd/3).
 
 With [login] provider = "oidc" in config.toml, login signs in at the
-OpenID provider instead: the browser ($BROWSER, else the platform's
-opener; the URL is always printed on stderr) with PKCE and a loopback
+OpenID provider instead: the browser ($BROWSER, a command line, else
+the platform's opener; it gets a private launch page, the URL is printed
+only with --no-browser or when no browser starts) with PKCE and a loopback
 redirect, or the device grant (--device, or on its own over SSH or
 without a display): open the printed URL on any device and enter the
 printed code. The broker keeps the provider's tokens in memory only: a
@@ -269,9 +270,11 @@ Examples:
 
 Authorizes a service with [token] source = "oauth" (log in first): the
 broker discovers its authorization server, registers a client if needed,
-and listens on 127.0.0.1 for the redirect; the authorization URL opens in
-$BROWSER when set, else the platform's opener, and is always printed on
-stderr (--no-browser only prints it). --device uses the device
+and listens on 127.0.0.1 for the redirect; $BROWSER when set (a command
+line; %s marks the page), else the platform's opener, opens a private
+launch page that forwards to the authorization URL, which is in no
+process's arguments (--no-browser only prints it on stderr, and so does a
+browser that cannot start). --device uses the device
 authorization grant (RFC 8628) where the server offers it, for SSH
 sessions: open the printed URL on any device and enter the printed code;
 the broker polls until you approve. The refresh token goes into the

@@ -377,10 +377,14 @@ Deno.test("client registration: the service's client_id, a CIMD, else a clear er
         grant_types: ["authorization_code", "refresh_token"],
       }],
     }, { client_id: "sherlock-test" });
-    const result = await authorize(s.home);
+    const log = `${s.home.root}/browser.log`;
+    const result = await authorize(s.home, log);
     assert.equal(result.code, 0, result.stderr);
     assert.equal(s.as.counts.registration, 0);
-    assert.match(result.stderr, /client_id=sherlock-test/);
+    assert.equal(
+      urlsOpened(log)[0].searchParams.get("client_id"),
+      "sherlock-test",
+    );
   });
   await t.step("no registration, no client_id: a clear error", async () => {
     await using s = await setup({ registration: false });
@@ -411,10 +415,11 @@ Deno.test("client registration: the service's client_id, a CIMD, else a clear er
         await using s = await setup({ clientIdMetadataDocuments: true }, {
           client_metadata_url: url,
         });
-        const result = await authorize(s.home);
+        const log = `${s.home.root}/browser.log`;
+        const result = await authorize(s.home, log);
         assert.equal(result.code, 0, result.stderr);
         assert.equal(s.as.counts.registration, 0);
-        assert.ok(result.stderr.includes(encodeURIComponent(url)));
+        assert.equal(urlsOpened(log)[0].searchParams.get("client_id"), url);
       } finally {
         await document.shutdown();
       }
@@ -748,10 +753,14 @@ Deno.test("an interrupted sherlock auth (SIGINT) closes the daemon's listener at
     cwd: home.work,
   });
   const port = await listenerPort(urlFile);
+  const page = new URL(Deno.readTextFileSync(urlFile).trim());
+  assert.ok(Deno.statSync(page).isFile);
+  assert.equal(Deno.statSync(page).mode! & 0o777, 0o600);
   assert.ok(await accepts(port), "the listener is open while auth waits");
   running.kill("SIGINT");
   const ended = await running.exited;
-  assert.notEqual(ended.code, 0);
+  assert.equal(ended.code, 130);
+  assert.throws(() => Deno.statSync(page), "the launch page is removed");
   await closesWithin(port, 5_000);
   const status = await home.sherlock(["auth", "status", "--json"]);
   assert.equal(status.code, 0, status.stderr);

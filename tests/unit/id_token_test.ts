@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import {
   IdTokenError,
   type Jwk,
+  signedInAs,
   verifyIdToken,
 } from "../../lib/broker/daemon/oauth/id_token.ts";
 
@@ -153,4 +154,36 @@ Deno.test("verifyIdToken: refuses a bad signature, another key, alg none, and ea
     { issuer: ISSUER, clientId: CLIENT },
   );
   assert.equal(noNonce.sub, "alice");
+});
+
+Deno.test("signedInAs: names the account of a token answer's ID token only when iss, aud and exp hold", () => {
+  const unsigned = (claims: Record<string, unknown>) =>
+    `${b64url('{"alg":"RS256"}')}.${b64url(JSON.stringify(claims))}.sig`;
+  const exp = Math.floor(Date.now() / 1000) + 600;
+  const expected = { issuer: ISSUER, clientId: CLIENT };
+  const good = { iss: ISSUER, aud: CLIENT, exp, sub: "u-1" };
+  assert.equal(signedInAs(unsigned(good), expected), "u-1");
+  assert.equal(
+    signedInAs(
+      unsigned({ ...good, preferred_username: "alice\u001b[31m" }),
+      expected,
+    ),
+    "alice[31m (subject u-1)",
+    "no control character reaches the terminal",
+  );
+  assert.equal(
+    signedInAs(unsigned({ ...good, email: "a@example.com" }), expected),
+    "a@example.com (subject u-1)",
+  );
+  for (
+    const bad of [
+      { ...good, iss: "https://evil.example" },
+      { ...good, aud: "another-client" },
+      { ...good, exp: exp - 3600 },
+    ]
+  ) {
+    assert.equal(signedInAs(unsigned(bad), expected), undefined);
+  }
+  assert.equal(signedInAs(undefined, expected), undefined);
+  assert.equal(signedInAs("not-a-jwt", expected), undefined);
 });

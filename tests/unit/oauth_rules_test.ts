@@ -474,5 +474,11 @@ Deno.test("readGrantedScopes: spaces (RFC 6749) and commas (GitHub) separate", (
   assert.deepEqual(readGrantedScopes("repo,read:org"), ["repo", "read:org"]);
   assert.deepEqual(readGrantedScopes("a b  c"), ["a", "b", "c"]);
   assert.deepEqual(readGrantedScopes("a, b,a"), ["a", "b"]);
+  // A hostile token answer's scope is bounded like every scope list a grant
+  // keeps, so the grant stays small enough to store.
+  const hostile = Array.from({ length: 20_000 }, (_, i) => `s${i}`).join(" ");
+  const kept = readGrantedScopes(hostile);
+  assert.ok(kept.length <= MAX_GRANT_SCOPES, `${kept.length} scopes kept`);
+  assert.ok(kept.join(" ").length <= MAX_GRANT_SCOPE_CHARACTERS);
   assert.deepEqual(readGrantedScopes(""), []);
 });

@@ -233,10 +233,12 @@ export function clientAuthentication(
 
 /**
  * The scopes of a token response's `scope`: RFC 6749 separates them with
- * spaces; GitHub with commas (`"repo,read:org"`), so both separate.
+ * spaces; GitHub with commas (`"repo,read:org"`), so both separate. Bounded
+ * like every scope list a grant keeps ({@linkcode limitScopes}): a hostile
+ * server's 200 KB `scope` would otherwise make the grant too large to store.
  */
 export function readGrantedScopes(scope: string): string[] {
-  return [...new Set(scope.split(/[ ,]+/).filter((one) => one))];
+  return limitScopes(scope.split(/[ ,]+/).filter((one) => one));
 }
 
 /**

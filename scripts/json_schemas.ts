@@ -143,11 +143,37 @@ export function jsonSchemaFiles(): Record<string, string> {
   for (const [kind, [schema, descriptions]] of Object.entries(sources)) {
     const { file, title } = EDITOR_SCHEMAS[kind as keyof typeof sources];
     const json = z.toJSONSchema(schema, { io: "input" }) as JsonSchema;
+    dropZodFormats(json);
     describe(json, descriptions, file);
     const { $schema, ...rest } = json;
     files[file] = JSON.stringify({ $schema, title, ...rest }, null, 2) + "\n";
   }
   return files;
+}
+
+/**
+ * The `format`s JSON Schema defines that zod writes (URLs); zod's own names
+ * (`includes`, for "must contain {token}", whose `pattern` says the same)
+ * mean nothing to an editor.
+ */
+export const STANDARD_FORMATS: readonly string[] = ["uri"];
+
+/** Removes every `format` not in {@linkcode STANDARD_FORMATS}, in place. */
+function dropZodFormats(node: unknown) {
+  if (Array.isArray(node)) {
+    node.forEach(dropZodFormats);
+    return;
+  }
+  if (typeof node !== "object" || node === null) return;
+  const schema = node as JsonSchema;
+  if (
+    typeof schema.format === "string" &&
+    !STANDARD_FORMATS.includes(schema.format) &&
+    typeof schema.type === "string"
+  ) {
+    delete schema.format;
+  }
+  Object.values(schema).forEach(dropZodFormats);
 }
 
 /** Sets each key's description; a key the schema lacks is an error. */

@@ -10,7 +10,11 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { parse } from "smol-toml";
-import { jsonSchemaFiles, SCHEMAS_DIR } from "../../scripts/json_schemas.ts";
+import {
+  jsonSchemaFiles,
+  SCHEMAS_DIR,
+  STANDARD_FORMATS,
+} from "../../scripts/json_schemas.ts";
 import { EDITOR_SCHEMAS } from "../../lib/config/editor_schemas.ts";
 import { validateProfile } from "../../lib/profiles/schema.ts";
 import { validateService } from "../../lib/services/schema.ts";
@@ -42,6 +46,29 @@ Deno.test("json schemas: the committed files are what the zod schemas generate",
       Deno.readTextFileSync(join(SCHEMAS_DIR, file)) === text,
       `schemas/${file} is stale; run deno task schemas`,
     );
+  }
+});
+
+Deno.test("json schemas: every format is one JSON Schema defines, every pattern compiles", () => {
+  for (const [file, text] of Object.entries(jsonSchemaFiles())) {
+    const walk = (node: unknown, path: string): void => {
+      if (typeof node !== "object" || node === null) return;
+      const schema = node as Record<string, unknown>;
+      if (typeof schema.type === "string" && "format" in schema) {
+        assert.ok(
+          STANDARD_FORMATS.includes(schema.format as string),
+          `${file} ${path}: format ${schema.format}`,
+        );
+      }
+      if (typeof schema.pattern === "string") {
+        // Editors compile patterns as ECMA-262 with the u flag, as ajv does.
+        new RegExp(schema.pattern, "u");
+      }
+      for (const [key, value] of Object.entries(schema)) {
+        walk(value, `${path}/${key}`);
+      }
+    };
+    walk(JSON.parse(text), "");
   }
 });
 

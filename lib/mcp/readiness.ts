@@ -46,6 +46,11 @@ export type StoreView =
      * login); undefined while neither the store nor an SSO login is open.
      */
     authorized?: ReadonlySet<string>;
+    /**
+     * The OAuth services without a grant whose server takes a token from
+     * the SSO login instead (Enterprise-Managed Authorization).
+     */
+    ema?: ReadonlySet<string>;
   };
 
 /** How long a host name may take to resolve. */
@@ -180,9 +185,17 @@ export const SOURCE_READINESS: Readonly<
       const name = service.service.name;
       if (store.kind === "not-running") return BROKER_NOT_RUNNING;
       if (store.authorized === undefined) return STORE_LOCKED;
-      return store.authorized.has(name)
-        ? { status: "ready", text: "OAuth grant held" }
-        : { status: "missing", text: `no grant (run "sherlock auth ${name}")` };
+      if (store.authorized.has(name)) {
+        return { status: "ready", text: "OAuth grant held" };
+      }
+      // No grant, but the server takes one made from the SSO login.
+      if (store.ema?.has(name)) {
+        return { status: "ready", text: "from the SSO login (EMA)" };
+      }
+      return {
+        status: "missing",
+        text: `no grant (run "sherlock auth ${name}")`,
+      };
     },
   },
   exchange: {
@@ -241,6 +254,10 @@ export async function storeView(
         new Set(secrets.secrets.map((secret) => secret.name)),
       authorized: oauth && new Set(
         oauth.services.filter((status) => status.authorized)
+          .map((status) => status.service),
+      ),
+      ema: oauth && new Set(
+        oauth.services.filter((status) => status.ema === true)
           .map((status) => status.service),
       ),
     };

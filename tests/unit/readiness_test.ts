@@ -117,6 +117,16 @@ Deno.test("readiness: secret, oauth, command and none as before", () => {
     tokenReadiness(oauth, open(false), "").text,
     'no grant (run "sherlock auth linear")',
   );
+  // No grant, but Enterprise-Managed Authorization from the SSO login.
+  assert.deepEqual(
+    tokenReadiness(oauth, {
+      kind: "running",
+      sso: true,
+      authorized: EMPTY,
+      ema: new Set(["linear"]),
+    }, ""),
+    { status: "ready", text: "from the SSO login (EMA)" },
+  );
   const locked: StoreView = { kind: "running", sso: false };
   assert.equal(
     tokenReadiness(secret, locked, "").text,

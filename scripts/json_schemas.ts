@@ -10,7 +10,8 @@
  * - `schemas/config.schema.json`: `config.toml`.
  *
  * The schemas describe the files as written (zod's input side: a key with
- * a default is optional). What zod checks in code (`refine`,
+ * a default is optional; the output side of a `transform` has no JSON
+ * Schema, and zod refuses to write one). What zod checks in code (`refine`,
  * `superRefine`: which keys go together, a URL's scheme) a JSON Schema
  * does not carry; the descriptions say those rules in words, and sherlock
  * itself remains the judge. tests/scripts/json_schemas_test.ts fails when

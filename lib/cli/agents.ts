@@ -28,6 +28,7 @@ import {
   loadProfile,
 } from "../profiles/loader.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
+import { writeEditorSchemas } from "../config/editor_schema_files.ts";
 import { commandContext } from "./context.ts";
 import { printColumns, printJson, printLine, printWarning } from "./output.ts";
 import { isCommandName } from "./commands.ts";
@@ -201,6 +202,8 @@ function writeOverride(name: string): number {
   const { paths } = commandContext();
   const path = join(paths.agentsDir, `${name}.toml`);
   const empty = isEmptyFile(path);
+  // Where the file's #:schema line points, for the operator's editor.
+  writeEditorSchemas(paths.configDir);
   if (empty) Deno.removeSync(path);
   try {
     Deno.mkdirSync(paths.agentsDir, { recursive: true });

@@ -42,7 +42,8 @@ import {
   type PlannedService,
 } from "../import/import_plan.ts";
 import { writeFileExclusively } from "../private_files.ts";
-import { isAbsolute, join } from "../runtime/path.ts";
+import { dirname, isAbsolute, join } from "../runtime/path.ts";
+import { writeEditorSchemas } from "../config/editor_schema_files.ts";
 import { commandContext } from "./context.ts";
 import { printLine, printWarning } from "./output.ts";
 
@@ -259,6 +260,7 @@ async function carryOut(
   }
   if (plan.services.length > 0) {
     Deno.mkdirSync(options.servicesDir, { recursive: true });
+    writeEditorSchemas(dirname(options.servicesDir));
   }
   for (const service of [...plan.services]) {
     const path = join(options.servicesDir, `${service.name}.toml`);

@@ -11,6 +11,7 @@
 import { stringify } from "smol-toml";
 import { MAX_NAME_LENGTH, NAME_PATTERN } from "../config/names.ts";
 import { validateService } from "../services/schema.ts";
+import { schemaDirective } from "../config/editor_schemas.ts";
 import type { ImportedServer } from "./agent_configs.ts";
 import { keyPart } from "./agent_configs.ts";
 import {
@@ -305,7 +306,7 @@ function serviceFile(
     };
   };
   const document = build(false);
-  const text = stringify(document) + "\n";
+  const text = schemaDirective("service") + stringify(document) + "\n";
   const validation = validateService(document, text);
   if (!validation.ok) {
     const { problem } = validation;

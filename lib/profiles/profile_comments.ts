@@ -8,12 +8,16 @@
  * @module
  */
 
+import { schemaDirective } from "../config/editor_schemas.ts";
+
 /**
  * The text `sherlock agents override NAME` writes: what the file is and how
  * to undo it, then the built-in's text with every key explained.
  */
 export function overrideText(name: string, builtinText: string): string {
   return [
+    // taplo / Even Better TOML: keys completed and checked in the editor.
+    schemaDirective("profile").trimEnd(),
     `# Your copy of sherlock's built-in "${name}" profile, written by`,
     `# "sherlock agents override ${name}". It replaces the built-in entirely`,
     "# (nothing is merged), so keep every table; change what you need.",

@@ -222,6 +222,12 @@ Deno.test("EMA: a token by ID-JAG with no browser; one exchange and one redempti
   const status = await home.sherlock(["auth", "status"]);
   assert.equal(status.code, 0, status.stderr);
   assert.match(status.stdout, /^remote\s+EMA\s/m);
+  // So do `sherlock services` and `doctor`: ready, not "no grant".
+  const services = await home.sherlock(["services", "--json"]);
+  assert.equal(services.code, 0, services.stderr);
+  const [row] = JSON.parse(services.stdout).services;
+  assert.equal(row.tokenStatus, "ready");
+  assert.equal(row.token, "from the SSO login (EMA)");
 
   // Neither the ID token, the ID-JAG nor the access token in any file,
   // output, argv or environment of the daemon.

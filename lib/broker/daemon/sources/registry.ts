@@ -9,10 +9,13 @@
  *    `[token]` keys of its own in `lib/services/schema.ts`: in `tokenSchema`,
  *    in `TokenSpec`, and a rule in the schema's `superRefine` that they
  *    apply only to `source = "x"`, as `command` does;
- * 4. its entry in the README's list of token sources.
+ * 4. its entry in `SOURCE_READINESS` (`lib/mcp/readiness.ts`): how
+ *    `sherlock services` and `doctor` judge whether its token is available;
+ * 5. its entry in the README's list of token sources.
  *
- * Steps 2 and 3 cannot drift apart: `SOURCES` must name every source but
- * `none` (which needs no token) and nothing else, or the build fails.
+ * Steps 2, 3 and 4 cannot drift apart: `SOURCES` must name every source but
+ * `none` (which needs no token) and nothing else, and `SOURCE_READINESS`
+ * every source, or the build fails.
  *
  * @module
  */

@@ -8,6 +8,11 @@
  *
  * - **floor**: a Deno process that answers the first line on stdin itself;
  * - **sherlock**: sherlock's relay (`lib/bridge/relay.ts`) from source;
+ * - **bridge**: the real `sherlock bridge` command from source (main.ts),
+ *   its token from a broker in a throwaway HOME (tests/helpers/
+ *   broker_home.ts: a credential helper with a 1-hour expiry, so the bridge
+ *   asks the broker once), under a session registered as `sherlock run`
+ *   would;
  * - **sdk**: the same relay on the official SDK's
  *   `StreamableHTTPClientTransport` (scripts/bench_bridge/);
  * - **mcp-remote**: the npm package `mcp-remote` (its pinned version below,
@@ -29,12 +34,22 @@
 import { summarize } from "./bench_stats.ts";
 import { treePeakKiB } from "./bench_bridge/process_tree.ts";
 import { startRemoteMcpServer } from "../tests/fixtures/remote_mcp_server.ts";
+import { createBrokerHome } from "../tests/helpers/broker_home.ts";
+import { tokenServiceToml } from "../tests/helpers/profiles.ts";
+import { registerSession } from "../lib/broker/client.ts";
+import { CAPABILITY_ENV } from "../lib/render/servers.ts";
 
 /** The version of `mcp-remote` that the benchmark installs and runs. */
 export const MCP_REMOTE_VERSION = "0.15.1";
 
 /** The variants, in the order they are reported. */
-export const VARIANTS = ["floor", "sherlock", "sdk", "mcp-remote"] as const;
+export const VARIANTS = [
+  "floor",
+  "sherlock",
+  "bridge",
+  "sdk",
+  "mcp-remote",
+] as const;
 
 /** One relay the benchmark measures. */
 export type VariantName = typeof VARIANTS[number];
@@ -167,23 +182,35 @@ export function figuresOf(
 }
 
 /**
- * `peer` over `sherlock`, column by column: above 1 where sherlock is ahead
+ * `peer` over `base`, column by column: above 1 where the base is ahead
  * (every column is a cost: less is better).
  */
 export function ratios(
-  sherlock: VariantFigures,
+  base: VariantFigures,
   peer: VariantFigures,
 ): VariantFigures {
   return {
-    firstMedian: peer.firstMedian / sherlock.firstMedian,
-    firstP90: peer.firstP90 / sherlock.firstP90,
-    pingP50: peer.pingP50 / sherlock.pingP50,
-    pingP99: peer.pingP99 / sherlock.pingP99,
-    peakMiB: peer.peakMiB / sherlock.peakMiB,
+    firstMedian: peer.firstMedian / base.firstMedian,
+    firstP90: peer.firstP90 / base.firstP90,
+    pingP50: peer.pingP50 / base.pingP50,
+    pingP99: peer.pingP99 / base.pingP99,
+    peakMiB: peer.peakMiB / base.peakMiB,
   };
 }
 
-/** The Markdown table of the figures, and the peer / sherlock ratio rows. */
+/**
+ * The ratio rows, [peer, base]: the peer's figures over the base's. The
+ * relay alone and the whole `sherlock bridge` command, each against the
+ * SDK's transport and against mcp-remote.
+ */
+const RATIO_ROWS: readonly [VariantName, VariantName][] = [
+  ["bridge", "sherlock"],
+  ["sdk", "sherlock"],
+  ["mcp-remote", "sherlock"],
+  ["mcp-remote", "bridge"],
+];
+
+/** The Markdown table of the figures, and the ratio rows (peer / base). */
 export function formatTable(
   figures: ReadonlyMap<string, VariantFigures>,
 ): string {
@@ -200,11 +227,11 @@ export function formatTable(
     "| --- | ---: | ---: | ---: | ---: | ---: |",
   ];
   for (const [name, f] of figures) lines.push(row(name, f, [1, 2, 1]));
-  const sherlock = figures.get("sherlock");
-  for (const peer of ["sdk", "mcp-remote"]) {
+  for (const [peer, base] of RATIO_ROWS) {
+    const over = figures.get(base);
     const other = figures.get(peer);
-    if (!sherlock || !other) continue;
-    lines.push(row(`${peer} / sherlock`, ratios(sherlock, other), [2, 2, 2]));
+    if (!over || !other) continue;
+    lines.push(row(`${peer} / ${base}`, ratios(over, other), [2, 2, 2]));
   }
   return lines.join("\n");
 }
@@ -237,8 +264,14 @@ interface Sandbox {
 
 function launchOf(
   variant: VariantName,
-  options: { url: string; sandbox: Sandbox; mcpRemote?: string },
+  options: {
+    url: string;
+    sandbox: Sandbox;
+    mcpRemote?: string;
+    bridge?: Launch;
+  },
 ): Launch {
+  if (variant === "bridge") return options.bridge!;
   const script = DENO_SCRIPTS[variant];
   if (script) {
     return {
@@ -266,6 +299,62 @@ function launchOf(
     ],
     // A throwaway HOME: mcp-remote keeps its state in ~/.mcp-auth.
     env: { HOME: options.sandbox.home, PATH: Deno.env.get("PATH") ?? "" },
+  };
+}
+
+/**
+ * `sherlock bridge` as a session of `sherlock run` starts it: a logged-in
+ * broker in `home` whose service `remote` gets `token` from a credential
+ * helper (valid for an hour: the bridge asks the broker once per run), and
+ * the session's capability in the environment (this process stands in for
+ * `sherlock run`, as tests/integration/bridge_test.ts does).
+ */
+async function bridgeLaunch(
+  home: Awaited<ReturnType<typeof createBrokerHome>>,
+  options: { url: string; token: string },
+): Promise<Launch> {
+  const service = "remote";
+  const session = "s-bench-bridge";
+  const agent = "bench";
+  const helper = home.tokenHelper(service, {
+    token: options.token,
+    expiresIn: 3600,
+  });
+  home.writeService(
+    service,
+    tokenServiceToml({
+      name: service,
+      url: options.url,
+      command: [helper.path],
+    }),
+  );
+  await home.login();
+  const { capability } = await registerSession({
+    socket: home.socket,
+    session,
+    agent,
+    services: [service],
+    pid: Deno.pid,
+  });
+  return {
+    argv: [
+      Deno.execPath(),
+      "run",
+      "--allow-all",
+      "--quiet",
+      "main.ts",
+      "bridge",
+      "--socket",
+      home.socket,
+      "--session",
+      session,
+      "--agent",
+      agent,
+      "--url",
+      options.url,
+      service,
+    ],
+    env: { ...home.env, [CAPABILITY_ENV]: capability },
   };
 }
 
@@ -485,6 +574,11 @@ async function bench(options: BridgeBenchOptions): Promise<void> {
         )}`;
     }
     await using remote = await startRemoteMcpServer({ token });
+    await using home = options.variants.includes("bridge")
+      ? await createBrokerHome()
+      : undefined;
+    let bridge: Launch | undefined;
+    if (home) bridge = await bridgeLaunch(home, { url: remote.url, token });
     const results = new Map<VariantName, RunResult[]>(
       options.variants.map((v) => [v, []]),
     );
@@ -508,6 +602,7 @@ async function bench(options: BridgeBenchOptions): Promise<void> {
           url: remote.url,
           sandbox,
           mcpRemote,
+          bridge,
         });
         const result = await runOnce(variant, launch, options.requests);
         if (measured) results.get(variant)!.push(result);

@@ -59,7 +59,7 @@ Deno.test("parseBridgeBenchArgs: a mistake is one line naming the argument", () 
     [["--warmup", "-1"], /^--warmup needs a whole number of at least 0/],
     [
       ["--variants", "sherlock,npx"],
-      /^--variants: unknown variant npx \(known: floor, sherlock, sdk, mcp-remote\)$/,
+      /^--variants: unknown variant npx \(known: floor, sherlock, bridge, sdk, mcp-remote\)$/,
     ],
     [["--fast"], /^unknown argument --fast$/],
   ];
@@ -132,6 +132,18 @@ Deno.test("ratios and formatTable: peer / sherlock per column, above 1 where she
     table[4],
     "| mcp-remote / sherlock | 13.67 | 12.50 | 2.50 | 3.00 | 2.60 |",
   );
+  // The whole command is compared with the peer too, when it ran.
+  const withBridge = formatTable(
+    new Map([["sherlock", sherlock], ["bridge", sherlock], [
+      "mcp-remote",
+      peer,
+    ]]),
+  ).split("\n");
+  assert.deepEqual(withBridge.slice(5).map((line) => line.split(" |")[0]), [
+    "| bridge / sherlock",
+    "| mcp-remote / sherlock",
+    "| mcp-remote / bridge",
+  ]);
   // A figure that was not measured is an empty cell.
   const floorOnly = formatTable(
     new Map([["floor", { ...sherlock, pingP50: NaN, pingP99: NaN }]]),
@@ -208,7 +220,7 @@ Deno.test("bench:bridge: a bad argument is one line and exit 2, without a stack 
   assert.equal(output.code, 2);
   assert.equal(
     stderr.split("\n")[0],
-    "bench:bridge: --variants: unknown variant npx (known: floor, sherlock, sdk, mcp-remote)",
+    "bench:bridge: --variants: unknown variant npx (known: floor, sherlock, bridge, sdk, mcp-remote)",
   );
   assert.doesNotMatch(stderr, /\s+at /);
 });

@@ -2,7 +2,8 @@
  * The benchmark's relay on the official SDK's client transport
  * (`StreamableHTTPClientTransport`), the other option the bridge had:
  * stdin lines to `send`, `onmessage` to stdout, the protocol version taken
- * from the initialize answer, the session deleted at the end.
+ * from the initialize answer, the session deleted at the end. The token is
+ * read from the file at argv[1].
  *
  * @module
  */
@@ -12,7 +13,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 // @ts-types="@modelcontextprotocol/sdk/types"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 
-const [url, token] = Deno.args;
+const [url, tokenFile] = Deno.args;
+const token = Deno.readTextFileSync(tokenFile).trim();
 const transport = new StreamableHTTPClientTransport(new URL(url), {
   requestInit: { headers: { Authorization: `Bearer ${token}` } },
 });

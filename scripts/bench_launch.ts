@@ -32,8 +32,8 @@ export interface BenchOptions {
   /** The service counts of the cases (default 0, 1, 5 and 10). */
   services: number[];
   /**
-   * Fail (exit 3) when the median CPU time of a warm launch exceeds the
-   * baseline's by more than this ratio, for any service count.
+   * Fail (exit 3) when the mean CPU time of a warm launch exceeds the
+   * baseline's times this ratio beyond the noise, for any service count.
    */
   maxRatio?: number;
 }
@@ -69,8 +69,9 @@ const USAGE =
                    (default: the deno run floor)
   --services N,N…  the service counts of the cases (default 0,1,5,10)
   --max-ratio R    with --baseline: exit ${REGRESSION_EXIT_CODE} when, for any service count, the
-                   median CPU time of this checkout's warm launch exceeds the
-                   baseline's by more than R (e.g. 1.05); 2 on bad arguments`;
+                   mean CPU time of this checkout's warm launch exceeds the
+                   baseline's times R (e.g. 1.05) by more than two standard
+                   errors of the per-round differences; 2 on bad arguments`;
 
 /** Parses the command line; throws a one-line message on a mistake. */
 export function parseBenchArgs(args: readonly string[]): BenchOptions {
@@ -438,9 +439,15 @@ export interface RegressionOptions {
 
 /**
  * One line per service count whose warm launch took more CPU time than the
- * baseline's (measured in the same rounds) times `maxRatio`, or whose CPU
- * time is unknown (no /proc: the gate cannot pass blind). Empty: no
- * regression.
+ * baseline's times `maxRatio` beyond the noise, or whose CPU time is unknown
+ * (no /proc: the gate cannot pass blind). Empty: no regression.
+ *
+ * Noise-aware: the two checkouts run next to each other in every round, so
+ * each round gives one difference (this − baseline) in which the machine's
+ * drift cancels. A regression is a mean difference above the allowed one,
+ * (`maxRatio` − 1) × the baseline's mean, by more than two standard errors
+ * of that mean: a ratio past `maxRatio` that the rounds' spread can explain
+ * passes, and is shown in the report for a human to judge.
  */
 export function regressions(
   times: Measurements,
@@ -448,15 +455,34 @@ export function regressions(
 ): string[] {
   const found: string[] = [];
   for (const count of options.services) {
-    const own = meanCpu(times, `sherlock ${count} warm`);
-    const base = meanCpu(times, `baseline ${count} warm`);
-    if (own === undefined || base === undefined) {
+    const own = times.get(`sherlock ${count} warm`) ?? [];
+    const base = times.get(`baseline ${count} warm`) ?? [];
+    const ownMean = meanCpu(times, `sherlock ${count} warm`);
+    const baseMean = meanCpu(times, `baseline ${count} warm`);
+    if (ownMean === undefined || baseMean === undefined) {
       found.push(`${count} services: no CPU time measured (Linux only)`);
-    } else if (own > base * options.maxRatio) {
+      continue;
+    }
+    const rounds = Math.min(own.length, base.length);
+    const differences = Array.from(
+      { length: rounds },
+      (_, index) => own[index].cpu! - base[index].cpu!,
+    );
+    const mean = differences.reduce((sum, value) => sum + value, 0) / rounds;
+    const variance = rounds < 2 ? 0 : differences.reduce(
+      (sum, value) => sum + (value - mean) ** 2,
+      0,
+    ) / (rounds - 1);
+    const margin = 2 * Math.sqrt(variance / rounds);
+    const allowed = (options.maxRatio - 1) * baseMean;
+    if (mean - margin > allowed) {
       found.push(
-        `${count} services: CPU ${ms(own)} ms against the baseline's ${
-          ms(base)
-        } ms, ratio ${(own / base).toFixed(3)} > ${options.maxRatio}`,
+        `${count} services: CPU ${ms(ownMean)} ms against the baseline's ${
+          ms(baseMean)
+        } ms, ratio ${(ownMean / baseMean).toFixed(3)} > ${options.maxRatio}` +
+          ` (per round +${ms(mean)} ± ${ms(margin)} ms, allowed +${
+            ms(allowed)
+          })`,
       );
     }
   }

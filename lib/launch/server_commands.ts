@@ -119,11 +119,15 @@ export function rememberedLookup(
   options: RememberedLookupOptions,
 ): (command: string) => ExecutableLookup {
   const { cache, searchPath, find } = options;
-  const text = searchPath ?? "";
   return (command) => {
     // Only a bare name is searched; a path is checked where it is anyway.
     if (command.includes("/")) return find(command, searchPath);
-    const key = ValidationCache.key("command on PATH", command);
+    // One note per PATH: agents whose profiles set another one keep theirs.
+    const key = ValidationCache.noteKey(
+      "command on PATH",
+      `${command}\0${searchPath ?? ""}`,
+    );
+    const text = "";
     const remembered = cache.get(key, text);
     if (typeof remembered === "string") {
       const again = find(remembered, searchPath);

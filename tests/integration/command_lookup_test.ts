@@ -41,10 +41,10 @@ Deno.test("a server's command found late on PATH is remembered where it was; onc
       join(home.cacheHome, "sherlock", "validated.json"),
     ),
   ) as CacheFile;
-  const entry = cache.entries["command on PATH\0files-mcp-server"];
+  const entry =
+    cache.entries[`note:command on PATH\0files-mcp-server\0${env.PATH}`];
   assert.ok(entry, Object.keys(cache.entries).join(", "));
   assert.equal(entry.value, command);
-  assert.equal(entry.text, env.PATH);
 
   Deno.removeSync(command);
   const second = await runSherlock(["--dry-run", "fake"], { env });

@@ -1,6 +1,6 @@
 /**
  * `deno task bench`: the wall and CPU time of `sherlock run trivial` (from
- * source, agent `/bin/true`, 0, 1 and 10 services, warm and cold validation
+ * source, agent `/bin/true`, 0, 1, 5 and 10 services, warm and cold validation
  * cache) against the floor, a Deno script that only spawns the same agent,
  * and one Tab of the shell completion (`completions --complete`).
  * Throwaway HOME, XDG folders and DENO_DIR; the variants interleaved so that
@@ -29,6 +29,13 @@ export interface BenchOptions {
   baseline?: string;
   /** A `deno compile`d floor to compare `bin` against. */
   floorBin?: string;
+  /** The service counts of the cases (default 0, 1, 5 and 10). */
+  services: number[];
+  /**
+   * Fail (exit 3) when the mean CPU time of a warm launch exceeds the
+   * baseline's times this ratio beyond the noise, for any service count.
+   */
+  maxRatio?: number;
 }
 
 /** One measured variant: how to start it, and what to do before each run. */
@@ -42,11 +49,14 @@ interface Variant {
   prepare?: () => void;
 }
 
-/** The service counts of the cases. */
-const SERVICE_COUNTS = [0, 1, 10] as const;
+/** The service counts of the cases by default (5 is the issue's figure). */
+const SERVICE_COUNTS: readonly number[] = [0, 1, 5, 10];
+
+/** The exit code of a regression beyond `--max-ratio`. */
+export const REGRESSION_EXIT_CODE = 3;
 
 const USAGE =
-  `Usage: deno task bench [--runs N] [--warmup N] [--root DIR] [--bin PATH] [--floor-bin PATH] [--baseline DIR]
+  `Usage: deno task bench [--runs N] [--warmup N] [--root DIR] [--services N,N…] [--bin PATH] [--floor-bin PATH] [--baseline DIR [--max-ratio R]]
 
   --runs N         measured rounds (default 30); each runs every variant once
   --warmup N       unmeasured rounds first (default 3)
@@ -56,7 +66,12 @@ const USAGE =
   --baseline DIR   another checkout (e.g. a worktree of an older commit) whose
                    warm launches run in the same interleaved rounds, for a
                    before/after ratio that the machine's drift cannot skew
-                   (default: the deno run floor)`;
+                   (default: the deno run floor)
+  --services N,N…  the service counts of the cases (default 0,1,5,10)
+  --max-ratio R    with --baseline: exit ${REGRESSION_EXIT_CODE} when, for any service count, the
+                   mean CPU time of this checkout's warm launch exceeds the
+                   baseline's times R (e.g. 1.05) by more than two standard
+                   errors of the per-round differences; 2 on bad arguments`;
 
 /** Parses the command line; throws a one-line message on a mistake. */
 export function parseBenchArgs(args: readonly string[]): BenchOptions {
@@ -64,6 +79,7 @@ export function parseBenchArgs(args: readonly string[]): BenchOptions {
     runs: 30,
     warmup: 3,
     root: join(dirname(fileURLToPath(import.meta.url)), ".."),
+    services: [...SERVICE_COUNTS],
   };
   for (let index = 0; index < args.length; index++) {
     const arg = args[index];
@@ -86,7 +102,30 @@ export function parseBenchArgs(args: readonly string[]): BenchOptions {
     else if (arg === "--bin") options.bin = value();
     else if (arg === "--floor-bin") options.floorBin = value();
     else if (arg === "--baseline") options.baseline = value();
-    else throw new Error(`unknown argument ${arg}`);
+    else if (arg === "--services") {
+      const text = value();
+      const counts = text.split(",").map(Number);
+      if (
+        counts.some((number) => !Number.isInteger(number) || number < 0)
+      ) {
+        throw new Error(
+          `--services needs whole numbers, e.g. 0,5, not ${text}`,
+        );
+      }
+      options.services = [...new Set(counts)];
+    } else if (arg === "--max-ratio") {
+      const text = value();
+      const number = Number(text);
+      if (!Number.isFinite(number) || number < 1) {
+        throw new Error(
+          `--max-ratio needs a number ≥ 1, e.g. 1.05, not ${text}`,
+        );
+      }
+      options.maxRatio = number;
+    } else throw new Error(`unknown argument ${arg}`);
+  }
+  if (options.maxRatio !== undefined && options.baseline === undefined) {
+    throw new Error("--max-ratio needs --baseline DIR to compare against");
   }
   return options;
 }
@@ -100,6 +139,11 @@ description = "exits at once (benchmark)"
 mode = "cli-flag"
 flag = "--mcp-config"
 `;
+
+/** The name of the `index`th service (from 1). */
+function serviceName(index: number): string {
+  return `service${String(index).padStart(2, "0")}`;
+}
 
 /** A stdio service that needs no token: rendered, never started. */
 function serviceFile(name: string): string {
@@ -159,7 +203,7 @@ function runtimeBase(fallback: string): string {
   return fallback;
 }
 
-function makeSandbox(): Sandbox {
+function makeSandbox(counts: readonly number[]): Sandbox {
   const dir = Deno.makeTempDirSync({ prefix: "sherlock-bench-" });
   const runtime = runtimeBase(dir);
   const floor = join(dir, "floor.ts");
@@ -170,14 +214,23 @@ function makeSandbox(): Sandbox {
     XDG_DATA_HOME: join(dir, "data"),
     XDG_RUNTIME_DIR: join(runtime, "run"),
     DENO_DIR: join(dir, "deno"),
-    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    // The services' commands exist, as they do for an operator (a missing
+    // one is a warning on every launch, not the case measured), in the
+    // last folder: each lookup first misses in all the others.
+    PATH: `${Deno.env.get("PATH") ?? "/usr/bin:/bin"}:${join(dir, "bin")}`,
     NO_COLOR: "1",
   };
+  Deno.mkdirSync(join(dir, "bin"));
+  for (let index = 1; index <= Math.max(0, ...counts); index++) {
+    const command = join(dir, "bin", `${serviceName(index)}-mcp-server`);
+    Deno.writeTextFileSync(command, "#!/bin/sh\nexit 0\n");
+    Deno.chmodSync(command, 0o755);
+  }
   Deno.mkdirSync(shared.HOME);
   Deno.mkdirSync(shared.XDG_RUNTIME_DIR, { mode: 0o700 });
   const envs = new Map<string, Record<string, string>>();
   const profiles = new Map<string, string>();
-  for (const count of SERVICE_COUNTS) {
+  for (const count of new Set([0, ...counts])) {
     // Warm and cold runs of a case have their own configuration and cache:
     // the cold runs' profile edits must never reach a warm run.
     for (const key of [`${count}`, `${count}-cold`]) {
@@ -189,7 +242,7 @@ function makeSandbox(): Sandbox {
       const profile = join(agents, "trivial.toml");
       Deno.writeTextFileSync(profile, TRIVIAL_PROFILE);
       for (let index = 1; index <= count; index++) {
-        const name = `service${String(index).padStart(2, "0")}`;
+        const name = serviceName(index);
         Deno.writeTextFileSync(
           join(services, `${name}.toml`),
           serviceFile(name),
@@ -264,7 +317,7 @@ function variants(options: BenchOptions, sandbox: Sandbox): Variant[] {
     argv: [deno, "run", "--allow-all", projectFloor, "/bin/true"],
     env: floorEnv,
   });
-  for (const count of SERVICE_COUNTS) {
+  for (const count of options.services) {
     result.push({
       name: `sherlock ${count} warm`,
       argv: [deno, "run", "--allow-all", main, "run", "trivial"],
@@ -286,14 +339,15 @@ function variants(options: BenchOptions, sandbox: Sandbox): Variant[] {
   }
   // A Tab after `sherlock --service ` runs this once: it reads services.d.
   const complete = ["completions", "--complete", "--", "--service", ""];
+  const most = Math.max(...options.services);
   result.push({
-    name: "complete --service 10",
+    name: "complete --service",
     argv: [deno, "run", "--allow-all", main, ...complete],
-    env: sandbox.envs.get("10")!,
+    env: sandbox.envs.get(`${most}`)!,
   });
   if (options.baseline) {
     const baselineMain = join(options.baseline, "main.ts");
-    for (const count of SERVICE_COUNTS) {
+    for (const count of options.services) {
       const env = sandbox.envs.get(`${count}`)!;
       result.push({
         name: `baseline ${count} warm`,
@@ -311,7 +365,7 @@ function variants(options: BenchOptions, sandbox: Sandbox): Variant[] {
         : [deno, "run", "--allow-all", sandbox.floor, "/bin/true"],
       env: floorEnv,
     });
-    for (const count of SERVICE_COUNTS) {
+    for (const count of options.services) {
       result.push({
         name: `compiled ${count} warm`,
         argv: [options.bin, "run", "trivial"],
@@ -319,9 +373,9 @@ function variants(options: BenchOptions, sandbox: Sandbox): Variant[] {
       });
     }
     result.push({
-      name: "compiled complete --service 10",
+      name: "compiled complete --service",
       argv: [options.bin, ...complete],
-      env: sandbox.envs.get("10")!,
+      env: sandbox.envs.get(`${most}`)!,
     });
   }
   return result;
@@ -359,23 +413,95 @@ function ratio(value: number, floor: number): string {
   }%)`;
 }
 
+/**
+ * The mean CPU time of a variant's runs, or undefined where the CPU time is
+ * unknown. A mean, not a median: the unit is a 10 ms tick, so a median jumps
+ * by whole ticks while the mean of 40 runs resolves 0.25 ms.
+ */
+export function meanCpu(times: Measurements, name: string): number | undefined {
+  const samples = times.get(name) ?? [];
+  if (samples.length === 0) return undefined;
+  let total = 0;
+  for (const sample of samples) {
+    if (sample.cpu === undefined) return undefined;
+    total += sample.cpu;
+  }
+  return total / samples.length;
+}
+
+/** The settings `regressions` needs. */
+export interface RegressionOptions {
+  /** The service counts measured. */
+  services: readonly number[];
+  /** The largest CPU ratio (this / baseline) that passes. */
+  maxRatio: number;
+}
+
+/**
+ * One line per service count whose warm launch took more CPU time than the
+ * baseline's times `maxRatio` beyond the noise, or whose CPU time is unknown
+ * (no /proc: the gate cannot pass blind). Empty: no regression.
+ *
+ * Noise-aware: the two checkouts run next to each other in every round, so
+ * each round gives one difference (this − baseline) in which the machine's
+ * drift cancels. A regression is a mean difference above the allowed one,
+ * (`maxRatio` − 1) × the baseline's mean, by more than two standard errors
+ * of that mean: a ratio past `maxRatio` that the rounds' spread can explain
+ * passes, and is shown in the report for a human to judge.
+ */
+export function regressions(
+  times: Measurements,
+  options: RegressionOptions,
+): string[] {
+  const found: string[] = [];
+  for (const count of options.services) {
+    const own = times.get(`sherlock ${count} warm`) ?? [];
+    const base = times.get(`baseline ${count} warm`) ?? [];
+    const ownMean = meanCpu(times, `sherlock ${count} warm`);
+    const baseMean = meanCpu(times, `baseline ${count} warm`);
+    if (ownMean === undefined || baseMean === undefined) {
+      found.push(`${count} services: no CPU time measured (Linux only)`);
+      continue;
+    }
+    const rounds = Math.min(own.length, base.length);
+    const differences = Array.from(
+      { length: rounds },
+      (_, index) => own[index].cpu! - base[index].cpu!,
+    );
+    const mean = differences.reduce((sum, value) => sum + value, 0) / rounds;
+    const variance = rounds < 2 ? 0 : differences.reduce(
+      (sum, value) => sum + (value - mean) ** 2,
+      0,
+    ) / (rounds - 1);
+    const margin = 2 * Math.sqrt(variance / rounds);
+    const allowed = (options.maxRatio - 1) * baseMean;
+    if (mean - margin > allowed) {
+      found.push(
+        `${count} services: CPU ${ms(ownMean)} ms against the baseline's ${
+          ms(baseMean)
+        } ms, ratio ${(ownMean / baseMean).toFixed(3)} > ${options.maxRatio}` +
+          ` (per round +${ms(mean)} ± ${ms(margin)} ms, allowed +${
+            ms(allowed)
+          })`,
+      );
+    }
+  }
+  return found;
+}
+
 /** The Markdown report of a benchmark. */
 export function report(
   times: Measurements,
-  options: { runs: number; compiled: boolean; baseline?: string },
+  options: {
+    runs: number;
+    compiled: boolean;
+    baseline?: string;
+    services: readonly number[];
+  },
 ): string {
   const wall = (name: string) =>
     summarize((times.get(name) ?? []).map((sample) => sample.wall));
-  const cpu = (name: string): number | undefined => {
-    const samples = times.get(name) ?? [];
-    if (samples.length === 0) return undefined;
-    let total = 0;
-    for (const sample of samples) {
-      if (sample.cpu === undefined) return undefined;
-      total += sample.cpu;
-    }
-    return total / samples.length;
-  };
+  const cpu = (name: string): number | undefined => meanCpu(times, name);
   const row = (label: string, name: string, floorName: string): string => {
     const own = wall(name);
     const floor = wall(floorName);
@@ -400,7 +526,7 @@ export function report(
     ...header,
     row("floor (deno run, spawn /bin/true)", "floor", "floor"),
   ];
-  for (const count of SERVICE_COUNTS) {
+  for (const count of options.services) {
     lines.push(
       row(
         `sherlock run, ${count} service${count === 1 ? "" : "s"}, warm cache`,
@@ -417,7 +543,7 @@ export function report(
     ...header,
     row("floor, a script of this project", "project floor", "project floor"),
   );
-  for (const count of SERVICE_COUNTS) {
+  for (const count of options.services) {
     lines.push(
       row(
         `sherlock run, ${count} service${count === 1 ? "" : "s"}, warm cache`,
@@ -428,8 +554,8 @@ export function report(
   }
   lines.push(
     row(
-      "one Tab: completions --complete -- --service '' (10 services)",
-      "complete --service 10",
+      "one Tab: completions --complete -- --service ''",
+      "complete --service",
       "project floor",
     ),
   );
@@ -441,7 +567,7 @@ export function report(
     "| services | warm median | cold median | cold p90 | cold − warm |",
     "| --- | ---: | ---: | ---: | ---: |",
   );
-  for (const count of SERVICE_COUNTS) {
+  for (const count of options.services) {
     const warm = wall(`sherlock ${count} warm`);
     const cold = wall(`sherlock ${count} cold`);
     lines.push(
@@ -459,7 +585,7 @@ export function report(
       "| services | baseline median | this median | this / baseline | baseline CPU | this CPU | CPU ratio |",
       "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     );
-    for (const count of SERVICE_COUNTS) {
+    for (const count of options.services) {
       const base = wall(`baseline ${count} warm`);
       const own = wall(`sherlock ${count} warm`);
       const baseCpu = cpu(`baseline ${count} warm`);
@@ -480,7 +606,7 @@ export function report(
   if (options.compiled) {
     lines.push("", "Compiled binary:", "", ...header);
     lines.push(row("floor", "compiled floor", "compiled floor"));
-    for (const count of SERVICE_COUNTS) {
+    for (const count of options.services) {
       lines.push(
         row(
           `compiled sherlock, ${count} services, warm`,
@@ -491,8 +617,8 @@ export function report(
     }
     lines.push(
       row(
-        "compiled, one Tab of completion (10 services)",
-        "compiled complete --service 10",
+        "compiled, one Tab of completion",
+        "compiled complete --service",
         "compiled floor",
       ),
     );
@@ -524,7 +650,7 @@ async function main(args: readonly string[]): Promise<number> {
     console.error(`bench: ${(error as Error).message}\n\n${USAGE}`);
     return 2;
   }
-  const sandbox = makeSandbox();
+  const sandbox = makeSandbox(options.services);
   try {
     const list = variants(options, sandbox);
     const encoder = new TextEncoder();
@@ -541,8 +667,21 @@ async function main(args: readonly string[]): Promise<number> {
       runs: options.runs,
       compiled: !!options.bin,
       baseline: options.baseline,
+      services: options.services,
     }));
-    return 0;
+    if (options.maxRatio === undefined) return 0;
+    const found = regressions(times, {
+      services: options.services,
+      maxRatio: options.maxRatio,
+    });
+    if (found.length === 0) {
+      console.log(
+        `\nNo regression: every CPU ratio is within ${options.maxRatio}.`,
+      );
+      return 0;
+    }
+    for (const line of found) console.error(`bench: regression: ${line}`);
+    return REGRESSION_EXIT_CODE;
   } catch (error) {
     console.error(`\nbench: ${(error as Error).message}`);
     return 1;

@@ -26,6 +26,9 @@ import { VERSION } from "../version.ts";
  */
 const CACHE_REVISION = 10;
 
+/** What begins the key of a note that is no file's ({@linkcode ValidationCache.noteKey}). */
+const NOTE_PREFIX = "note:";
+
 /** Entries beyond this are dropped, oldest first. */
 const MAX_ENTRIES = 256;
 
@@ -90,6 +93,16 @@ export class ValidationCache {
     return `${kind}\0${path}`;
   }
 
+  /**
+   * The key of a note that is no file's (where a command was found): never
+   * checked with an lstat nor dropped for not being read, so that launches
+   * that need different notes (agents with other services or another PATH)
+   * do not rewrite the cache in turn; the caps drop the oldest.
+   */
+  static noteKey(kind: string, name: string): string {
+    return `${NOTE_PREFIX}${kind}\0${name}`;
+  }
+
   /** The cached normalized value for `key`, if `text` is what validated. */
   get(key: string, text: string): unknown {
     this.#touched.add(key);
@@ -146,7 +159,7 @@ export class ValidationCache {
    */
   #forgetGoneFiles(): void {
     for (const key of Object.keys(this.#entries)) {
-      if (this.#touched.has(key)) continue;
+      if (this.#touched.has(key) || key.startsWith(NOTE_PREFIX)) continue;
       const path = key.slice(key.indexOf("\0") + 1);
       if (path.startsWith("built-in:") || entryExists(path)) continue;
       delete this.#entries[key];

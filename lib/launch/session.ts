@@ -7,10 +7,10 @@
  */
 
 import type { FetchedTokens } from "../broker/client.ts";
-import { formatProblem } from "../config/toml_files.ts";
+import { type FileProblem, formatProblem } from "../config/toml_files.ts";
 import { ConfigError, NoPermissionError, SherlockError } from "../errors.ts";
 import type { Env, SherlockPaths } from "../config/sherlock_paths.ts";
-import { loadProfile } from "../profiles/loader.ts";
+import { type LoadedProfile, loadProfile } from "../profiles/loader.ts";
 import {
   type DeliveryPlan,
   inlineFetch,
@@ -31,7 +31,7 @@ import {
 import { importLazily } from "../runtime/lazy_import.ts";
 import { selfCommand } from "../self_command.ts";
 import { loadServices, type Service } from "../services/loader.ts";
-import { loadSettings } from "../config/settings.ts";
+import { loadSettings, type Settings } from "../config/settings.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
 
 import {
@@ -43,6 +43,7 @@ import {
 } from "./plan.ts";
 import {
   helperCommandProblems,
+  rememberedLookup,
   serverCommandProblems,
 } from "./server_commands.ts";
 import {
@@ -98,7 +99,34 @@ export async function prepareSession(
   const profile = await loadProfile(options.agent, { paths, cache });
   const { services, problems } = await loadServices({ paths, cache });
   const settings = await loadSettings({ paths, cache });
-  cache.save();
+  try {
+    return checkedPlan({
+      options,
+      profile,
+      services,
+      problems,
+      settings,
+      cache,
+    });
+  } finally {
+    // After the command lookups, which remember where they found each one.
+    cache.save();
+  }
+}
+
+/** {@linkcode prepareSession} once its files are loaded. */
+function checkedPlan(
+  loaded: {
+    options: SessionOptions;
+    profile: LoadedProfile;
+    services: Service[];
+    problems: FileProblem[];
+    settings: Settings;
+    cache: ValidationCache;
+  },
+): SessionPlan {
+  const { options, profile, services, problems, settings, cache } = loaded;
+  const { paths } = options;
   const strict = options.strict || settings.run.strict;
   const plan = planSession({
     agent: options.agent,
@@ -132,13 +160,21 @@ export async function prepareSession(
   const commands = [
     ...serverCommandProblems(
       plan.services,
-      (command) => findExecutable(command, plan.env.PATH),
+      rememberedLookup({
+        cache,
+        searchPath: plan.env.PATH,
+        find: findExecutable,
+      }),
     ),
     // The broker runs helpers with the environment it was started with:
     // the operator's, not the agent's.
     ...helperCommandProblems(plan.services, {
       delivery: plan.delivery,
-      lookup: (command) => findExecutable(command, options.env.PATH),
+      lookup: rememberedLookup({
+        cache,
+        searchPath: options.env.PATH,
+        find: findExecutable,
+      }),
     }),
   ];
   for (const problem of commands) options.onWarning(problem);

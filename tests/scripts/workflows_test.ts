@@ -152,6 +152,19 @@ Deno.test("release.yml: a tag builds each of the five targets on its own runner,
   assert.match(release, /gh release create "\$TAG" --draft --verify-tag/);
 });
 
+Deno.test("release.yml: the launch benchmark against the previous release gates the draft", () => {
+  const release = workflow("release.yml");
+  assert.match(
+    release,
+    /deno task bench .*--baseline "\$PREVIOUS" --max-ratio \d/,
+  );
+  assert.match(
+    release,
+    /git describe --tags --abbrev=0 --match 'v\*' "\$TAG\^"/,
+  );
+  assert.match(release, /^ {4}needs: \[build, bench\]$/m);
+});
+
 Deno.test("drift.yml runs deno task drift weekly and by hand, and fails loudly", () => {
   const drift = workflow("drift.yml");
   assert.match(drift, /^ {2}schedule:\n {4}- cron: "\d+ \d+ \* \* \d"$/m);

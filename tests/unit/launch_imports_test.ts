@@ -28,7 +28,7 @@ interface Dependency {
 }
 
 interface Graph {
-  modules: { specifier: string; dependencies?: Dependency[] }[];
+  modules: { specifier: string; size?: number; dependencies?: Dependency[] }[];
 }
 
 const ROOT = new URL("../../", import.meta.url);
@@ -86,6 +86,55 @@ Deno.test("the launch path (main.ts, then sherlock run) loads no node:, zod or d
     `${specifier.replace(ROOT.href, "")} (imported by ${loaded.get(specifier)})`
   );
   assert.deepEqual(unwanted, []);
+});
+
+/**
+ * The launch path's budget: how many of sherlock's modules `sherlock run`
+ * loads at start-up, and their source bytes. Each module costs Deno a
+ * lookup, a read and an instantiation on every launch whatever its size;
+ * bytes cost little once Deno caches the code (moving 14 KB of help texts
+ * out of the path measured no difference), so the count is the tight bound.
+ * Measured in docs/BENCHMARKS.md (Launch time: the budget).
+ */
+const LAUNCH_MODULE_BUDGET = 41;
+const LAUNCH_SOURCE_BYTES_BUDGET = 240_000;
+
+Deno.test("the launch path stays within its budget of modules and source bytes", async () => {
+  const sizes = new Map<string, number>();
+  for (const root of ["main.ts", "lib/cli/run.ts"]) {
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: ["info", "--json", root],
+      cwd: ROOT_PATH,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
+    const graph = JSON.parse(new TextDecoder().decode(output.stdout)) as Graph;
+    for (const module of graph.modules) {
+      sizes.set(module.specifier, module.size ?? 0);
+    }
+  }
+  const loaded = new Map([
+    ...await startupGraph("main.ts"),
+    ...await startupGraph("lib/cli/run.ts"),
+  ]);
+  const modules = [...loaded.keys()].filter((specifier) =>
+    specifier.startsWith(ROOT.href) && specifier.endsWith(".ts")
+  );
+  const bytes = modules.reduce((sum, m) => sum + (sizes.get(m) ?? 0), 0);
+  const list = modules.map((m) => m.replace(ROOT.href, "")).sort().join(", ");
+  assert.ok(
+    modules.length <= LAUNCH_MODULE_BUDGET,
+    `sherlock run loads ${modules.length} modules at start-up, more than its budget of ${LAUNCH_MODULE_BUDGET}: ` +
+      "import what only some launches need through importLazily (and LAZY_MODULES), " +
+      `or merge a small module into its one importer; measure with deno task bench before raising the budget. Loaded: ${list}`,
+  );
+  assert.ok(
+    bytes <= LAUNCH_SOURCE_BYTES_BUDGET,
+    `sherlock run's start-up modules hold ${bytes} bytes of source, more than its budget of ${LAUNCH_SOURCE_BYTES_BUDGET}: ` +
+      "move text or code that only some launches need (help texts, error paths) into a lazily imported module. " +
+      `Loaded: ${list}`,
+  );
 });
 
 Deno.test("login, logout, whoami, secret, broker and shim load no node: or daemon module at start-up", async () => {

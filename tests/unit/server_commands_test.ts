@@ -9,8 +9,10 @@
 import assert from "node:assert/strict";
 import {
   helperCommandProblems,
+  rememberedLookup,
   serverCommandProblems,
 } from "../../lib/launch/server_commands.ts";
+import { ValidationCache } from "../../lib/config/validation_cache.ts";
 import type { DeliveryPlan } from "../../lib/render/delivery.ts";
 import type { ExecutableLookup } from "../../lib/launch/spawn.ts";
 import { docs, github, plain, service } from "../helpers/services.ts";
@@ -124,4 +126,53 @@ env = "TOKEN"
     "service shim: its credential helper gh is not on PATH, so its shim will get no token; install it or fix [token] command in services.d/shim.toml",
     "service absolute: its credential helper /opt/helper does not exist, so its bridge will get no token; install it or fix [token] command in services.d/absolute.toml",
   ]);
+});
+
+Deno.test("rememberedLookup: the next launch with the same PATH looks at the remembered place only; another PATH or a gone command searches again", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const calls: string[] = [];
+    const found = new Set(["/late/bin/srv"]);
+    const find = (command: string, searchPath: string | undefined) => {
+      calls.push(`${command} in ${searchPath}`);
+      const path = command.includes("/") ? command : `/late/bin/${command}`;
+      return found.has(path)
+        ? { found: true as const, path }
+        : { found: false as const, reason: "missing" as const };
+    };
+    const first = new ValidationCache(dir);
+    assert.deepEqual(
+      rememberedLookup({ cache: first, searchPath: "/a:/late/bin", find })(
+        "srv",
+      ),
+      { found: true, path: "/late/bin/srv" },
+    );
+    first.save();
+    // The next launch: a new process, the cache read from its file.
+    const next = () => new ValidationCache(dir);
+    calls.length = 0;
+    rememberedLookup({ cache: next(), searchPath: "/a:/late/bin", find })(
+      "srv",
+    );
+    assert.deepEqual(calls, ["/late/bin/srv in /a:/late/bin"]);
+    calls.length = 0;
+    rememberedLookup({ cache: next(), searchPath: "/b:/late/bin", find })(
+      "srv",
+    );
+    assert.deepEqual(calls, ["srv in /b:/late/bin"]);
+    found.clear();
+    calls.length = 0;
+    assert.deepEqual(
+      rememberedLookup({ cache: next(), searchPath: "/a:/late/bin", find })(
+        "srv",
+      ),
+      { found: false, reason: "missing" },
+    );
+    assert.deepEqual(calls, [
+      "/late/bin/srv in /a:/late/bin",
+      "srv in /a:/late/bin",
+    ]);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
 });

@@ -45,6 +45,24 @@ Deno.test("ValidationCache: a file that is gone leaves the cache at the next sav
     ]);
   }));
 
+Deno.test("ValidationCache: a note (no file's) stays though a run does not read it: runs that need other notes do not rewrite the cache in turn", () =>
+  withFolder((folder) => {
+    const cacheDir = join(folder, "cache");
+    const file = join(cacheDir, "validated.json");
+    const first = new ValidationCache(cacheDir);
+    const note = ValidationCache.noteKey("command on PATH", "srv");
+    first.set(note, "", "/bin/srv");
+    first.save();
+    const written = Deno.statSync(file).mtime;
+    const before = Deno.readTextFileSync(file);
+
+    // A run that needs no note (another agent, other services): no write.
+    new ValidationCache(cacheDir).save();
+    assert.equal(Deno.readTextFileSync(file), before);
+    assert.deepEqual(Deno.statSync(file).mtime, written);
+    assert.equal(new ValidationCache(cacheDir).get(note, ""), "/bin/srv");
+  }));
+
 Deno.test("ValidationCache: the newest entries are kept within the size cap", () =>
   withFolder((folder) => {
     const cacheDir = join(folder, "cache");

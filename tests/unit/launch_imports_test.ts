@@ -94,10 +94,14 @@ Deno.test("the launch path (main.ts, then sherlock run) loads no node:, zod or d
  * lookup, a read and an instantiation on every launch whatever its size;
  * bytes cost little once Deno caches the code (moving 14 KB of help texts
  * out of the path measured no difference), so the count is the tight bound.
- * Measured in docs/BENCHMARKS.md (Launch time: the budget).
+ * Measured in docs/BENCHMARKS.md (Launch time: the budget). The bytes'
+ * budget was set with the security round of issue 17 merged (escaping in
+ * every print function, signals caught from the session's start: 245.8 KB);
+ * the declarative command layer should move the help texts off the path and
+ * lower it.
  */
 const LAUNCH_MODULE_BUDGET = 41;
-const LAUNCH_SOURCE_BYTES_BUDGET = 240_000;
+const LAUNCH_SOURCE_BYTES_BUDGET = 250_000;
 
 Deno.test("the launch path stays within its budget of modules and source bytes", async () => {
   const sizes = new Map<string, number>();

@@ -149,7 +149,7 @@ async function main(args: string[]): Promise<number> {
   // fixture's own wrapper allows 127.0.0.1 only.
   const browser = writeExecutable(join(home.bin, "conformance-browser"), [
     `exec ${deno} run --quiet --no-prompt --no-config --no-lock ` +
-    `--allow-net=127.0.0.1,localhost --allow-env --allow-write ` +
+    `--allow-net=127.0.0.1,localhost --allow-env --allow-write --allow-read ` +
     `${sh(APPROVE_BROWSER_TS)} "$@"`,
   ]);
   const helper = writeExecutable(join(home.bin, "placeholder-token"), [

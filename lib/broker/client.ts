@@ -646,9 +646,15 @@ export function startAuthorization(
     isAnswer: (body) =>
       isObject(body) && typeof body.flow === "string" &&
       typeof body.url === "string" &&
-      (body.userCode === undefined || typeof body.userCode === "string"),
+      (body.userCode === undefined || typeof body.userCode === "string") &&
+      (body.legacyDiscovery === undefined ||
+        isLegacyDiscovery(body.legacyDiscovery)),
   });
 }
+
+const isLegacyDiscovery = (value: unknown): boolean =>
+  isObject(value) && typeof value.issuer === "string" &&
+  (value.via === "server_metadata" || value.via === "default_endpoints");
 
 const isOidcStatus = (value: unknown): boolean =>
   isObject(value) && typeof value.issuer === "string" &&

@@ -345,6 +345,23 @@ export interface OAuthStarted {
   url: string;
   /** Device grant only: the user code the operator enters at `url`. */
   userCode?: string;
+  /**
+   * Set when the server publishes no protected-resource metadata (RFC
+   * 9728) and discovery fell back to the 2025-03-26 authorization.
+   */
+  legacyDiscovery?: LegacyDiscovery;
+}
+
+/**
+ * What discovery used for a server of the 2025-03-26 authorization (no
+ * protected-resource metadata): the authorization server metadata at the
+ * server's origin (`server_metadata`), or, when there is none, the default
+ * `/authorize`, `/token`, `/register` at the origin (`default_endpoints`).
+ * `issuer` is the metadata's issuer, or the origin.
+ */
+export interface LegacyDiscovery {
+  via: "server_metadata" | "default_endpoints";
+  issuer: string;
 }
 
 /** `POST /v1/oauth/finish`: wait for the browser's redirect. */

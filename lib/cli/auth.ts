@@ -14,6 +14,7 @@ import {
   revokeAuthorization,
   startAuthorization,
 } from "../broker/client.ts";
+import type { LegacyDiscovery } from "../broker/protocol.ts";
 import { NAME_PATTERN } from "../config/names.ts";
 import { UsageError } from "../errors.ts";
 import { commandContext } from "./context.ts";
@@ -46,9 +47,12 @@ export async function authCommand(args: readonly string[]): Promise<number> {
   const service = serviceName(names[0]);
   const device = flags.includes("--device");
   const socket = await brokerSocket();
-  const { flow, url, userCode } = await startAuthorization(socket, service, {
-    device,
-  });
+  const { flow, url, userCode, legacyDiscovery } = await startAuthorization(
+    socket,
+    service,
+    { device },
+  );
+  if (legacyDiscovery) printWarning(legacyDiscoveryLine(legacyDiscovery));
   // The daemon listens (or polls) already; ask for the result before the
   // browser runs, since a headless one may finish before it exits.
   const finished = finishAuthorization(socket, flow);
@@ -158,6 +162,13 @@ async function revoke(args: readonly string[]): Promise<number> {
       : `forgot ${service}'s grant (its server did not take a revocation)`,
   );
   return 0;
+}
+
+/** The line that says `sherlock auth` used the 2025-03-26 discovery. */
+function legacyDiscoveryLine(legacy: LegacyDiscovery): string {
+  return legacy.via === "server_metadata"
+    ? `the server speaks the 2025-03-26 authorization (no protected-resource metadata): using ${legacy.issuer}'s metadata`
+    : `the server speaks the 2025-03-26 authorization (no protected-resource metadata, no authorization server metadata): using the default endpoints of ${legacy.issuer}`;
 }
 
 function serviceName(name: string): string {

@@ -14,7 +14,11 @@
  */
 
 import type { Service } from "../../../services/loader.ts";
-import type { OAuthFinished, OAuthServiceStatus } from "../../protocol.ts";
+import type {
+  LegacyDiscovery,
+  OAuthFinished,
+  OAuthServiceStatus,
+} from "../../protocol.ts";
 import { BrokerRequestError } from "../request_error.ts";
 import { type SecretStore, StoreLockedError } from "../secret_store.ts";
 import { isFresh, type Token } from "../token_cache.ts";
@@ -50,8 +54,10 @@ import {
   chooseScopes,
   clientAuthentication,
   type ClientAuthMethod,
+  defaultEndpoints,
   ID_JAG_PROFILE,
   JWT_BEARER_GRANT,
+  legacyServerMetadataUrls,
   limitScopes,
   MAX_STEP_UPS,
   missingScopes,
@@ -60,6 +66,7 @@ import {
   protectedResourceMetadataUrls,
   randomString,
   readGrantedScopes,
+  readLegacyServerMetadata,
   readResourceMetadata,
   readServerMetadata,
   type ServerMetadata,
@@ -115,6 +122,8 @@ export interface StartedFlow {
   url: string;
   /** Device grant only: the code the operator enters at `url`. */
   userCode?: string;
+  /** Set when discovery fell back to the 2025-03-26 authorization. */
+  legacyDiscovery?: LegacyDiscovery;
 }
 
 interface MemoryToken extends Token {
@@ -404,8 +413,12 @@ export class OAuthClient {
     const resource = service.token.send_resource === false
       ? null
       : canonicalResource(server.url);
+    // `sherlock auth` says when it used the 2025-03-26 discovery.
+    const note = discovered.legacy
+      ? { legacyDiscovery: discovered.legacy }
+      : {};
     if (options.device) {
-      return await this.#startDevice({
+      const started = await this.#startDevice({
         service: name,
         issuer: metadata.issuer,
         client,
@@ -414,6 +427,7 @@ export class OAuthClient {
         scopes,
         stepUp,
       }, store);
+      return { ...started, ...note };
     }
     const { verifier, challenge } = await pkcePair();
     const state = randomString(32);
@@ -462,7 +476,7 @@ export class OAuthClient {
       listener,
       timer,
     });
-    return { flow: flowId, url: url.href };
+    return { flow: flowId, url: url.href, ...note };
   }
 
   /**
@@ -951,12 +965,16 @@ export interface Discovered {
   metadata: ServerMetadata;
   challengeScope?: string;
   scopesSupported?: string[];
+  /** Set when the server publishes no protected-resource metadata. */
+  legacy?: LegacyDiscovery;
 }
 
 /**
  * Discovery: an unauthenticated request to the server, whose 401 may name
  * the resource metadata; else the well-known URIs; then the authorization
- * server's metadata (RFC 8414, then OpenID discovery).
+ * server's metadata (RFC 8414, then OpenID discovery). A server that asks
+ * for authorization but publishes no resource metadata gets the 2025-03-26
+ * discovery (`discoverLegacy`).
  */
 export async function discover(serverUrl: string): Promise<Discovered> {
   const probe = await requestJson(serverUrl, {
@@ -989,9 +1007,14 @@ export async function discover(serverUrl: string): Promise<Discovered> {
     break;
   }
   if (resource === undefined) {
-    throw unsupported(
-      `${serverUrl} publishes no protected-resource metadata (RFC 9728); it does not speak MCP authorization`,
-    );
+    // No RFC 9728 metadata: a server of the 2025-03-26 authorization, if
+    // it asks for authorization at all.
+    if (probe.status !== 401) {
+      throw unsupported(
+        `${serverUrl} publishes no protected-resource metadata (RFC 9728) and answered ${probe.status}, not 401, without a token; it does not speak MCP authorization`,
+      );
+    }
+    return await discoverLegacy(serverUrl, challenge?.scope);
   }
   if (typeof resource === "string") throw failed(resource);
   const issuer = resource.authorizationServers[0];
@@ -1016,6 +1039,48 @@ export async function discover(serverUrl: string): Promise<Discovered> {
     };
   }
   throw failed(problem);
+}
+
+/**
+ * Discovery as the 2025-03-26 authorization had it, for a server with no
+ * protected-resource metadata: RFC 8414 metadata at the server's origin
+ * (then OpenID discovery there); when the RFC 8414 URL answers 404 and no
+ * OpenID metadata is there either, the default endpoints at the origin.
+ * Any other answer to the RFC 8414 URL is a failure, not a reason to
+ * guess endpoints.
+ */
+async function discoverLegacy(
+  serverUrl: string,
+  challengeScope: string | undefined,
+): Promise<Discovered> {
+  const [rfc8414, ...others] = legacyServerMetadataUrls(serverUrl);
+  for (const url of [rfc8414, ...others]) {
+    const answer = await requestJson(url);
+    if (answer.status !== 200) {
+      if (url !== rfc8414 || answer.status === 404) continue;
+      throw failed(
+        `${serverUrl} publishes no protected-resource metadata (RFC 9728) and ${url} answered ${answer.status}, not its metadata nor 404`,
+      );
+    }
+    if (answer.notJson) {
+      throw failed(
+        `${origin(url)} answered its metadata with something that is not JSON`,
+      );
+    }
+    const metadata = readLegacyServerMetadata(answer.json, serverUrl);
+    if (typeof metadata === "string") throw failed(metadata);
+    return {
+      metadata,
+      challengeScope,
+      legacy: { via: "server_metadata", issuer: metadata.issuer },
+    };
+  }
+  const metadata = defaultEndpoints(serverUrl);
+  return {
+    metadata,
+    challengeScope,
+    legacy: { via: "default_endpoints", issuer: metadata.issuer },
+  };
 }
 
 /** The parts of a token endpoint's answer; throws on an error answer. */

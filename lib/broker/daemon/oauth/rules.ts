@@ -1,6 +1,7 @@
 /**
- * The pure parts of the OAuth client (MCP authorization, 2025-11-25): where
- * metadata is looked for, which scopes to ask for,
+ * The pure parts of the OAuth client (MCP authorization, 2025-11-25, with
+ * the 2025-03-26 fallbacks): where metadata is looked for, which scopes to
+ * ask for,
  * what metadata must hold, PKCE. No I/O here, so each rule is tested alone.
  *
  * @module
@@ -123,6 +124,74 @@ export interface ServerMetadata {
    * ID-JAGs.
    */
   grantProfilesSupported?: string[];
+}
+
+/**
+ * The authorization base URL of a server of the 2025-03-26 authorization
+ * (no protected-resource metadata): its URL with the path discarded.
+ */
+export function authorizationBaseUrl(serverUrl: string): string {
+  return new URL(serverUrl).origin;
+}
+
+/**
+ * Where a 2025-03-26 server's own metadata is looked for: RFC 8414 at its
+ * origin (that revision's rule), then OpenID discovery there.
+ */
+export function legacyServerMetadataUrls(serverUrl: string): string[] {
+  const base = authorizationBaseUrl(serverUrl);
+  return [
+    `${base}/.well-known/oauth-authorization-server`,
+    `${base}/.well-known/openid-configuration`,
+  ];
+}
+
+/**
+ * Checks the metadata a 2025-03-26 server publishes at its origin. That
+ * revision named no issuer rule and its servers name an issuer with a
+ * path (`https://host/oauth`), so any issuer of the server's own origin is
+ * taken; one of another origin is refused (it was not the server's to
+ * name). Returns a problem (one line) or the parts.
+ */
+export function readLegacyServerMetadata(
+  body: unknown,
+  serverUrl: string,
+): ServerMetadata | string {
+  const base = authorizationBaseUrl(serverUrl);
+  const issuer = isRecord(body) ? body.issuer : undefined;
+  if (typeof issuer !== "string") {
+    return `the authorization server metadata at ${base} names no issuer`;
+  }
+  let sameOrigin = false;
+  try {
+    sameOrigin = new URL(issuer).origin === base;
+  } catch {
+    // Not a URL: refused below.
+  }
+  if (!sameOrigin) {
+    return `the authorization server metadata at ${base} names issuer ${
+      oneLine(issuer)
+    }, not one of ${base}`;
+  }
+  return readServerMetadata(body, issuer);
+}
+
+/**
+ * The default endpoints of a 2025-03-26 server that publishes no metadata
+ * at all: `/authorize`, `/token` and `/register` at its origin. PKCE S256
+ * is taken as offered: that revision required it of every server.
+ */
+export function defaultEndpoints(serverUrl: string): ServerMetadata {
+  const base = authorizationBaseUrl(serverUrl);
+  return {
+    issuer: base,
+    authorizationEndpoint: `${base}/authorize`,
+    tokenEndpoint: `${base}/token`,
+    registrationEndpoint: `${base}/register`,
+    codeChallengeMethods: ["S256"],
+    clientIdMetadataDocumentSupported: false,
+    issParameterSupported: false,
+  };
 }
 
 /** The grant profile of a server that redeems ID-JAGs (`ema.ts`). */

@@ -27,12 +27,15 @@ interface Seen {
  * A 2025-03-26 server: /mcp answers 401 with a challenge that names no
  * resource metadata. With `metadata`, its origin serves RFC 8414 metadata
  * (issuer `<origin>/oauth`, endpoints under /oauth, as that revision's
- * servers did; `metadata` may change it); without, only the default
- * endpoints. `metadataStatus` answers the metadata URL with that status.
+ * servers did; `metadata` may change it) at `metadataPath`; without, only
+ * the default endpoints. `metadataStatus` answers the metadata URL with
+ * that status.
  */
 function legacyServer(options: {
   metadata?: (base: string) => Record<string, unknown>;
   metadataStatus?: number;
+  /** Where the metadata is served; RFC 8414's well-known URL by default. */
+  metadataPath?: string;
 }) {
   const seen: Seen[] = [];
   const prefix = options.metadata ? "/oauth" : "";
@@ -57,7 +60,9 @@ function legacyServer(options: {
           headers: { "WWW-Authenticate": 'Bearer realm="mcp"' },
         });
       }
-      if (path === "/.well-known/oauth-authorization-server") {
+      const metadataPath = options.metadataPath ??
+        "/.well-known/oauth-authorization-server";
+      if (path === metadataPath) {
         if (options.metadataStatus) {
           return new Response("no", { status: options.metadataStatus });
         }
@@ -159,6 +164,25 @@ Deno.test("2025-03-26 server: its origin's RFC 8414 metadata stands in for the m
   assertCodeFlow(server.seen, { base: server.url, prefix: "/oauth" });
   assert.ok(!result.stderr.includes(ACCESS_TOKEN));
   assert.ok(!result.stdout.includes(ACCESS_TOKEN));
+});
+
+Deno.test("2025-03-26 server with OpenID discovery only: its origin's openid-configuration after RFC 8414's 404", async () => {
+  await using server = legacyServer({
+    metadata: oauthMetadata,
+    metadataPath: "/.well-known/openid-configuration",
+  });
+  await using home = await homeFor(server.url);
+  const result = await home.sherlock(["auth", "legacy"], {
+    env: browserEnv(),
+  });
+  assert.equal(result.code, 0, result.stderr);
+  assert.match(
+    result.stderr,
+    /using http:\/\/127\.0\.0\.1:\d+\/oauth's metadata/,
+  );
+  only(server.seen, "GET", "/.well-known/oauth-authorization-server");
+  only(server.seen, "GET", "/.well-known/openid-configuration");
+  assertCodeFlow(server.seen, { base: server.url, prefix: "/oauth" });
 });
 
 Deno.test("2025-03-26 server without any metadata: the default /authorize, /token, /register at its origin", async () => {

@@ -13,6 +13,8 @@ import {
   chooseClientAuthMethod,
   chooseScopes,
   clientAuthentication,
+  defaultEndpoints,
+  legacyServerMetadataUrls,
   limitScopes,
   MAX_CHALLENGED_SCOPES,
   MAX_GRANT_SCOPE_CHARACTERS,
@@ -22,6 +24,7 @@ import {
   protectedResourceMetadataUrls,
   readChallengedScopes,
   readGrantedScopes,
+  readLegacyServerMetadata,
   readResourceMetadata,
   readServerMetadata,
 } from "../../lib/broker/daemon/oauth/rules.ts";
@@ -481,4 +484,43 @@ Deno.test("readGrantedScopes: spaces (RFC 6749) and commas (GitHub) separate", (
   assert.ok(kept.length <= MAX_GRANT_SCOPES, `${kept.length} scopes kept`);
   assert.ok(kept.join(" ").length <= MAX_GRANT_SCOPE_CHARACTERS);
   assert.deepEqual(readGrantedScopes(""), []);
+});
+
+Deno.test("2025-03-26 discovery: the origin's metadata URLs, an issuer of that origin, the default endpoints", () => {
+  assert.deepEqual(legacyServerMetadataUrls("https://mcp.example/t/mcp?x=1"), [
+    "https://mcp.example/.well-known/oauth-authorization-server",
+    "https://mcp.example/.well-known/openid-configuration",
+  ]);
+  const body = {
+    issuer: "https://mcp.example/oauth",
+    authorization_endpoint: "https://mcp.example/oauth/authorize",
+    token_endpoint: "https://mcp.example/oauth/token",
+  };
+  const taken = readLegacyServerMetadata(body, "https://mcp.example/mcp");
+  assert.equal(typeof taken === "string" ? taken : taken.issuer, body.issuer);
+  assert.match(
+    readLegacyServerMetadata(
+      { ...body, issuer: "https://evil.example" },
+      "https://mcp.example/mcp",
+    ) as string,
+    /names issuer https:\/\/evil\.example, not one of https:\/\/mcp\.example$/,
+  );
+  const noIssuer = readLegacyServerMetadata(
+    { ...body, issuer: 7 },
+    "https://mcp.example/mcp",
+  );
+  assert.match(noIssuer as string, /names no issuer/);
+  const defaults = defaultEndpoints("https://mcp.example:8443/a/mcp");
+  assert.equal(defaults.issuer, "https://mcp.example:8443");
+  assert.equal(
+    defaults.authorizationEndpoint,
+    "https://mcp.example:8443/authorize",
+  );
+  assert.equal(defaults.tokenEndpoint, "https://mcp.example:8443/token");
+  assert.equal(
+    defaults.registrationEndpoint,
+    "https://mcp.example:8443/register",
+  );
+  assert.deepEqual(defaults.codeChallengeMethods, ["S256"]);
+  assert.equal(defaults.revocationEndpoint, undefined);
 });

@@ -1,5 +1,6 @@
 /**
- * The broker's OAuth client (MCP authorization 2025-11-25): discovery,
+ * The broker's OAuth client (MCP authorization 2025-11-25; for a server
+ * without protected-resource metadata, the 2025-03-26 discovery): discovery,
  * client registration, the authorization-code flow with PKCE on a loopback
  * listener (`sherlock auth`) or the device grant (`sherlock auth --device`,
  * device_grant.ts), refresh (one at a time per service, the

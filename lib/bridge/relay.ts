@@ -328,13 +328,15 @@ abstract class RelayBase implements Relay {
   /**
    * `fetch` with the token: on a 401, one forced refresh and one retry.
    * Throws a {@linkcode DeliveryError} when no token can be had or the
-   * retry is refused too.
+   * retry is refused too. `ahead`, when given, is the first token to try
+   * (one asked for ahead, see {@linkcode RelayBase.tokenAhead}).
    */
   protected async authorizedFetch(
     url: URL,
     init: RequestInit & { headers: Record<string, string> },
+    ahead?: Promise<string>,
   ): Promise<Response> {
-    let token = await this.#token();
+    let token = await (ahead ?? this.#token());
     let response = await this.#fetchWithinOrigin(
       url,
       withToken(init, token, this.options),
@@ -465,6 +467,17 @@ abstract class RelayBase implements Relay {
       }
     }
     return response;
+  }
+
+  /**
+   * The token, asked for now for a request sent later (after a wait whose
+   * length the server chose: the request then goes out on time). Its
+   * failure is thrown where it is awaited, by `authorizedFetch`.
+   */
+  protected tokenAhead(): Promise<string> {
+    const token = this.#token();
+    token.catch(() => {}); // awaited later; not an unhandled rejection
+    return token;
   }
 
   /** An authorization failure, naming the command that fixes it. */
@@ -670,6 +683,8 @@ class StreamableHttpRelay extends RelayBase {
     const server = `the remote server of service ${this.options.service}`;
     let failure: unknown;
     let resumes = 0;
+    /** Why the last resume could not connect, if it could not. */
+    let unreachable: unknown;
     let current: ReadableStream<Uint8Array> | undefined = body;
     for (;;) {
       let broke: unknown;
@@ -701,20 +716,24 @@ class StreamableHttpRelay extends RelayBase {
         !stream.lastEventId
       ) break;
       if (resumes === MAX_RESUMES) {
-        failure = new DeliveryError(
-          UPSTREAM_ERROR_CODE,
-          `${server} closed the stream before answering, also the ${MAX_RESUMES} times sherlock resumed it`,
-        );
+        failure = unreachable !== undefined
+          ? this.deliveryError(unreachable)
+          : new DeliveryError(
+            UPSTREAM_ERROR_CODE,
+            `${server} closed the stream before answering, also the ${MAX_RESUMES} times sherlock resumed it`,
+          );
         break;
       }
       resumes++;
+      const token = this.tokenAhead();
       await this.sleep(
         Math.min(stream.retry ?? DEFAULT_RETRY_MS, MAX_RETRY_MS),
         this.stop.signal,
       );
       if (this.stop.signal.aborted) return;
       try {
-        current = await this.#resume(stream.lastEventId);
+        current = await this.#resume(stream.lastEventId, token);
+        unreachable = undefined;
       } catch (error) {
         // A connection that failed is tried again (within MAX_RESUMES); a
         // server that refused to resume is not.
@@ -723,6 +742,7 @@ class StreamableHttpRelay extends RelayBase {
           break;
         }
         current = undefined;
+        unreachable = error;
       }
     }
     if (this.stop.signal.aborted) return;
@@ -737,7 +757,10 @@ class StreamableHttpRelay extends RelayBase {
    * stream. Throws a {@linkcode DeliveryError} when the server will not
    * resume it, what `fetch` throws when it cannot be reached.
    */
-  async #resume(lastEventId: string): Promise<ReadableStream<Uint8Array>> {
+  async #resume(
+    lastEventId: string,
+    token: Promise<string>,
+  ): Promise<ReadableStream<Uint8Array>> {
     const response = await this.authorizedFetch(this.#url, {
       method: "GET",
       headers: {
@@ -746,7 +769,7 @@ class StreamableHttpRelay extends RelayBase {
         "Last-Event-ID": lastEventId,
       },
       signal: this.stop.signal,
-    });
+    }, token);
     const type = mediaType(response.headers.get("content-type"));
     if (response.ok && response.body !== null && type === "text/event-stream") {
       return response.body;

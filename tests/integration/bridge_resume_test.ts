@@ -360,3 +360,27 @@ Deno.test("bridge order: a message whose answer's headers never come does not ho
   // The wait for the tool call's headers ran out (the injected sleep).
   assert.ok(agent.waits.includes(SEND_ORDER_MS), String(agent.waits));
 });
+
+Deno.test("bridge resume: a server that refuses the resuming GET: the request gets an error at once, saying so", async () => {
+  await using remote = server((seen) =>
+    Promise.resolve(
+      seen.method === "POST"
+        ? events("id: e-1\ndata: \n\n")
+        : new Response(null, { status: 404 }),
+    )
+  );
+  const agent = relayTo(remote.url);
+  await agent.send(INITIALIZE);
+  await agent.answer(INITIALIZE.id);
+  await agent.send(CALL);
+  const error = (await agent.answer(CALL.id)).error as { message: string };
+  assert.match(
+    error.message,
+    /answered HTTP 404 \(after it closed the stream before answering, sherlock asked to resume it\)/,
+  );
+  await agent.end();
+  assert.equal(
+    remote.seen.filter((one) => one.headers.has("last-event-id")).length,
+    1,
+  );
+});

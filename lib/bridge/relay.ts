@@ -21,6 +21,14 @@
  * origin of the service's url ({@linkcode redirectAllowed}), and every
  * answer is read within the bounds of `answer_limits.ts`.
  *
+ * The agent's messages are sent in the order it wrote them: each POST
+ * waits until the one before it was sent (its answer's headers arrived, or
+ * it failed, or {@linkcode SEND_ORDER_MS} passed), while the answers
+ * stream concurrently. A Streamable HTTP event stream that ends before the
+ * answer is resumed (MCP's resumability, SEP-1699): after the stream's
+ * `retry` (at most {@linkcode MAX_RETRY_MS}), a GET with `Last-Event-ID`,
+ * at most {@linkcode MAX_RESUMES} times in a row without a message.
+ *
  * Written on `fetch` rather than the SDK's client transports, which load
  * zod, their OAuth client and an npm event-stream parser on every start,
  * and validate each message against one protocol revision's schema
@@ -43,7 +51,7 @@ import {
   readAnswerText,
   seconds,
 } from "./answer_limits.ts";
-import { readEvents } from "./sse.ts";
+import { type EventStreamState, readEvents } from "./sse.ts";
 import { type GetToken, TokenKeeper } from "./tokens.ts";
 
 export type { BridgeToken, GetToken } from "./tokens.ts";
@@ -82,6 +90,12 @@ export interface RelayOptions {
   signal?: AbortSignal;
   /** The bounds on the server's answers; {@linkcode ANSWER_LIMITS} by default. */
   limits?: Partial<AnswerLimits>;
+  /**
+   * How the relay waits (before resuming or reopening a stream, and for
+   * the order of sends); `lib/runtime/sleep.ts` unless set (tests pass one
+   * that records the wait and returns at once).
+   */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
 /** The JSON-RPC error code of a request the token did not get through. */
@@ -104,6 +118,33 @@ const MAX_REDIRECTS = 5;
 
 /** How many times in a row the GET stream is reopened after it ends. */
 const MAX_STREAM_RECONNECTS = 5;
+
+/**
+ * The longest wait a server's `retry` field may ask for before a stream is
+ * resumed or reopened. The number comes from the server and the agent's
+ * request waits on it: a server asking for an hour would leave the agent
+ * hanging with no word, and no server needs more than seconds to shed a
+ * connection; with {@linkcode MAX_RESUMES} it bounds how long an answer
+ * can be waited for across resumes.
+ */
+export const MAX_RETRY_MS = 30_000;
+
+/** The wait before resuming a stream whose server sent no `retry`. */
+const DEFAULT_RETRY_MS = 1_000;
+
+/**
+ * How many times in a row the answer's stream is resumed without a message
+ * arriving on it; past that the request is answered with an error.
+ */
+export const MAX_RESUMES = 5;
+
+/**
+ * How long a message waits for the one written before it to be sent (its
+ * answer's headers): past that it goes anyway, so that a server that holds
+ * a request's headers until its answer (a slow tool answered as JSON) does
+ * not hold back the messages after it (a `notifications/cancelled`).
+ */
+export const SEND_ORDER_MS = 2_000;
 
 type JsonRpcId = string | number | null;
 type Message = Record<string, unknown>;
@@ -164,12 +205,64 @@ abstract class RelayBase implements Relay {
   /** Aborted at the end: every request and stream still running stops. */
   protected stop = new AbortController();
   closed = false;
+  /** How the relay waits: `options.sleep`, or the runtime's. */
+  protected sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   #writing: Promise<void> = Promise.resolve();
+  /** The send of the message written last: the next one waits for it. */
+  #lastSend?: { started: Promise<void>; sent: Promise<void>; wait: boolean };
 
   constructor(options: RelayOptions) {
     this.options = options;
     this.tokens = new TokenKeeper(options.getToken);
     this.limits = { ...ANSWER_LIMITS, ...options.limits };
+    this.sleep = options.sleep ?? sleep;
+  }
+
+  /**
+   * Takes the message's place in the order of sends; call it before any
+   * `await` of `deliver`, so the place is the order the agent wrote in.
+   * `ready` resolves when the message before has been sent (or failed),
+   * or {@linkcode SEND_ORDER_MS} after it started, unless it asked to be
+   * waited for (`waitForAnswer`: the first `initialize`, whose answer's
+   * headers carry the session id). Call `started` just before sending,
+   * `sent` once the answer's headers arrived or the send failed.
+   */
+  protected takeTurn(
+    waitForAnswer = false,
+  ): { ready: Promise<void>; started: () => void; sent: () => void } {
+    const before = this.#lastSend;
+    let started!: () => void;
+    let sent!: () => void;
+    const turn = {
+      started: new Promise<void>((resolve) => started = resolve),
+      sent: new Promise<void>((resolve) => sent = resolve),
+      wait: waitForAnswer,
+    };
+    this.#lastSend = turn;
+    const ready = before === undefined
+      ? Promise.resolve()
+      : before.started.then(() =>
+        before.wait ? before.sent : this.#firstOf(before.sent, SEND_ORDER_MS)
+      );
+    return {
+      ready,
+      started,
+      // A send that failed before it started has started too.
+      sent: () => {
+        started();
+        sent();
+      },
+    };
+  }
+
+  /** Resolves with `promise`, or after `ms`, whichever is first. */
+  async #firstOf(promise: Promise<void>, ms: number): Promise<void> {
+    const done = new AbortController();
+    await Promise.race([
+      promise,
+      this.sleep(ms, AbortSignal.any([done.signal, this.stop.signal])),
+    ]);
+    done.abort();
   }
 
   abstract deliver(message: Message | Message[]): Promise<void>;
@@ -235,13 +328,15 @@ abstract class RelayBase implements Relay {
   /**
    * `fetch` with the token: on a 401, one forced refresh and one retry.
    * Throws a {@linkcode DeliveryError} when no token can be had or the
-   * retry is refused too.
+   * retry is refused too. `ahead`, when given, is the first token to try
+   * (one asked for ahead, see {@linkcode RelayBase.tokenAhead}).
    */
   protected async authorizedFetch(
     url: URL,
     init: RequestInit & { headers: Record<string, string> },
+    ahead?: Promise<string>,
   ): Promise<Response> {
-    let token = await this.#token();
+    let token = await (ahead ?? this.#token());
     let response = await this.#fetchWithinOrigin(
       url,
       withToken(init, token, this.options),
@@ -374,6 +469,17 @@ abstract class RelayBase implements Relay {
     return response;
   }
 
+  /**
+   * The token, asked for now for a request sent later (after a wait whose
+   * length the server chose: the request then goes out on time). Its
+   * failure is thrown where it is awaited, by `authorizedFetch`.
+   */
+  protected tokenAhead(): Promise<string> {
+    const token = this.#token();
+    token.catch(() => {}); // awaited later; not an unhandled rejection
+    return token;
+  }
+
   /** An authorization failure, naming the command that fixes it. */
   protected authFailure(what: string): DeliveryError {
     const service = this.options.service;
@@ -418,17 +524,25 @@ abstract class RelayBase implements Relay {
   }
 
   /**
-   * Relays the messages of an event stream to the agent; returns the ids
-   * of the responses among them, and the stream's last `retry`.
+   * Relays the messages of an event stream to the agent, adding the ids of
+   * the responses among them to `answered`; keeps `stream` (its last event
+   * ID, its `retry`) up to date; stops reading once every id of `until`
+   * is answered. Returns how many messages it relayed.
    */
   protected async relayEvents(
     body: ReadableStream<Uint8Array>,
-    onEvent?: (event: { event: string; data: string }) => boolean,
-    answered = new Set<JsonRpcId>(),
-  ): Promise<{ answered: Set<JsonRpcId>; retry?: number }> {
-    let retry: number | undefined;
-    for await (const event of readEvents(body, this.limits)) {
-      retry = event.retry ?? retry;
+    options: {
+      onEvent?: (event: { event: string; data: string }) => boolean;
+      answered?: Set<JsonRpcId>;
+      stream?: EventStreamState;
+      until?: JsonRpcId[];
+    } = {},
+  ): Promise<number> {
+    const { onEvent, answered = new Set<JsonRpcId>(), until } = options;
+    let relayed = 0;
+    for await (
+      const event of readEvents(body, this.limits, options.stream)
+    ) {
       if (onEvent?.(event)) continue;
       if (event.event !== "message" || event.data.trim() === "") continue;
       const message = parseJson(event.data);
@@ -439,8 +553,10 @@ abstract class RelayBase implements Relay {
       for (const id of responseIds(message)) answered.add(id);
       this.onAnswer(message);
       await this.toAgent(message);
+      relayed++;
+      if (until?.every((id) => answered.has(id))) break;
     }
-    return { answered, retry };
+    return relayed;
   }
 
   /** Called with each message from the server before it is relayed. */
@@ -458,11 +574,8 @@ class StreamableHttpRelay extends RelayBase {
   #protocolVersion?: string;
   /** The ids of `initialize` requests on their way. */
   #initializeIds = new Set<JsonRpcId>();
-  /**
-   * Until the first POST has its answer's headers (and so the session id),
-   * the next ones wait: a server must see `initialize` first.
-   */
-  #firstHeaders?: Promise<void>;
+  /** Whether a message has taken its turn yet (the first is waited for). */
+  #first = true;
   #stream?: Promise<void>;
 
   constructor(options: RelayOptions) {
@@ -476,14 +589,12 @@ class StreamableHttpRelay extends RelayBase {
         this.#initializeIds.add(one.id as JsonRpcId);
       }
     }
-    let headersArrived!: () => void;
-    const waitFor = this.#firstHeaders;
-    if (waitFor === undefined) {
-      this.#firstHeaders = new Promise((resolve) => headersArrived = resolve);
-    } else {
-      await waitFor;
-      headersArrived = () => {};
-    }
+    // Until the first POST has its answer's headers (and so the session
+    // id), the next one waits: a server must see `initialize` first.
+    const turn = this.takeTurn(this.#first);
+    this.#first = false;
+    await turn.ready;
+    turn.started();
     let response: Response;
     try {
       response = await this.authorizedFetch(this.#url, {
@@ -497,7 +608,7 @@ class StreamableHttpRelay extends RelayBase {
         signal: this.stop.signal,
       });
     } catch (error) {
-      headersArrived();
+      turn.sent();
       if (!this.stop.signal.aborted) {
         await this.answerWithError(message, error);
       }
@@ -505,7 +616,7 @@ class StreamableHttpRelay extends RelayBase {
     }
     const sessionId = response.headers.get("mcp-session-id");
     if (sessionId) this.#sessionId = sessionId;
-    headersArrived();
+    turn.sent();
     try {
       await this.#relayAnswer(message, response);
     } catch (error) {
@@ -540,24 +651,7 @@ class StreamableHttpRelay extends RelayBase {
       return;
     }
     if (type === "text/event-stream") {
-      const answered = new Set<JsonRpcId>();
-      let broke: unknown;
-      try {
-        await this.relayEvents(response.body, undefined, answered);
-      } catch (error) {
-        broke = error;
-      }
-      const missing = requestIds(message).filter((id) => !answered.has(id));
-      if (missing.length > 0 && !this.stop.signal.aborted) {
-        // The stream ended early: the agent must not wait forever.
-        await this.answerWithError(
-          missing.map((id) => ({ id })),
-          broke ?? new DeliveryError(
-            UPSTREAM_ERROR_CODE,
-            `the remote server of service ${this.options.service} closed the stream before answering`,
-          ),
-        );
-      }
+      await this.#relayStream(message, response.body);
       return;
     }
     await response.body.cancel();
@@ -566,6 +660,132 @@ class StreamableHttpRelay extends RelayBase {
       `the remote server of service ${this.options.service} answered with ${
         type || "no content type"
       }`,
+    );
+  }
+
+  /**
+   * Relays the event stream that answers a POST. When it ends before every
+   * request of `message` is answered, and it gave an event ID, it is
+   * resumed as MCP's Streamable HTTP transport says: after the stream's
+   * `retry` (clamped to {@linkcode MAX_RETRY_MS}), a GET with
+   * `Last-Event-ID`, on which the server goes on with that stream. At most
+   * {@linkcode MAX_RESUMES} resumes in a row that bring no message; then,
+   * or when it cannot be resumed, the requests still unanswered get an
+   * error: the agent must not wait forever.
+   */
+  async #relayStream(
+    message: Message | Message[],
+    body: ReadableStream<Uint8Array>,
+  ): Promise<void> {
+    const ids = requestIds(message);
+    const answered = new Set<JsonRpcId>();
+    const stream: EventStreamState = {};
+    const server = `the remote server of service ${this.options.service}`;
+    let failure: unknown;
+    let resumes = 0;
+    /** Why the last resume could not connect, if it could not. */
+    let unreachable: unknown;
+    let current: ReadableStream<Uint8Array> | undefined = body;
+    for (;;) {
+      let broke: unknown;
+      if (current !== undefined) {
+        try {
+          const relayed = await this.relayEvents(current, {
+            answered,
+            stream,
+            // The POST's stream is read to its end; a resumed one, once
+            // it answered (a server may keep it open for more).
+            until: current === body ? undefined : ids,
+          });
+          if (relayed > 0) resumes = 0;
+        } catch (error) {
+          broke = error;
+        }
+      }
+      const missing = ids.filter((id) => !answered.has(id));
+      if (missing.length === 0 || this.stop.signal.aborted) return;
+      failure = broke ?? new DeliveryError(
+        UPSTREAM_ERROR_CODE,
+        `${server} closed the stream before answering`,
+      );
+      // Only a stream the server ended (or a connection that broke) is
+      // resumed: not one sherlock stopped reading (a bound), and not one
+      // without an event ID to resume from.
+      if (
+        broke instanceof AnswerLimitError || broke instanceof DeliveryError ||
+        !stream.lastEventId
+      ) break;
+      if (resumes === MAX_RESUMES) {
+        failure = unreachable !== undefined
+          ? this.deliveryError(unreachable)
+          : new DeliveryError(
+            UPSTREAM_ERROR_CODE,
+            `${server} closed the stream before answering, also the ${MAX_RESUMES} times sherlock resumed it`,
+          );
+        break;
+      }
+      resumes++;
+      const token = this.tokenAhead();
+      await this.sleep(
+        Math.min(stream.retry ?? DEFAULT_RETRY_MS, MAX_RETRY_MS),
+        this.stop.signal,
+      );
+      if (this.stop.signal.aborted) return;
+      try {
+        current = await this.#resume(stream.lastEventId, token);
+        unreachable = undefined;
+      } catch (error) {
+        // A connection that failed is tried again (within MAX_RESUMES); a
+        // server that refused to resume is not.
+        if (error instanceof DeliveryError) {
+          failure = error;
+          break;
+        }
+        current = undefined;
+        unreachable = error;
+      }
+    }
+    if (this.stop.signal.aborted) return;
+    await this.answerWithError(
+      ids.filter((id) => !answered.has(id)).map((id) => ({ id })),
+      failure,
+    );
+  }
+
+  /**
+   * The GET that resumes a stream after `lastEventId`; its body, an event
+   * stream. Throws a {@linkcode DeliveryError} when the server will not
+   * resume it, what `fetch` throws when it cannot be reached.
+   */
+  async #resume(
+    lastEventId: string,
+    token: Promise<string>,
+  ): Promise<ReadableStream<Uint8Array>> {
+    const response = await this.authorizedFetch(this.#url, {
+      method: "GET",
+      headers: {
+        ...this.#sessionHeaders(),
+        Accept: "text/event-stream",
+        "Last-Event-ID": lastEventId,
+      },
+      signal: this.stop.signal,
+    }, token);
+    const type = mediaType(response.headers.get("content-type"));
+    if (response.ok && response.body !== null && type === "text/event-stream") {
+      return response.body;
+    }
+    const failure = response.ok
+      ? (await response.body?.cancel(),
+        new DeliveryError(
+          UPSTREAM_ERROR_CODE,
+          `the remote server of service ${this.options.service} answered the GET that resumes its stream with ${
+            type || "no content type"
+          }`,
+        ))
+      : await this.statusFailure(response);
+    throw new DeliveryError(
+      failure.code,
+      `${failure.message} (after it closed the stream before answering, sherlock asked to resume it)`,
     );
   }
 
@@ -601,13 +821,20 @@ class StreamableHttpRelay extends RelayBase {
    */
   async #listen(): Promise<void> {
     let reconnects = 0;
-    let delay = 1_000;
+    const stream: EventStreamState = {};
     while (!this.stop.signal.aborted) {
       let response: Response;
       try {
         response = await this.authorizedFetch(this.#url, {
           method: "GET",
-          headers: { ...this.#sessionHeaders(), Accept: "text/event-stream" },
+          headers: {
+            ...this.#sessionHeaders(),
+            Accept: "text/event-stream",
+            // Reopened: the server may replay what was missed since.
+            ...(stream.lastEventId
+              ? { "Last-Event-ID": stream.lastEventId }
+              : {}),
+          },
           signal: this.stop.signal,
         });
       } catch (error) {
@@ -634,11 +861,13 @@ class StreamableHttpRelay extends RelayBase {
       }
       let relayed = false;
       try {
-        const result = await this.relayEvents(response.body, () => {
-          relayed = true;
-          return false;
+        await this.relayEvents(response.body, {
+          onEvent: () => {
+            relayed = true;
+            return false;
+          },
+          stream,
         });
-        delay = result.retry ?? delay;
       } catch (error) {
         if (this.stop.signal.aborted) return;
         this.options.warn(
@@ -655,7 +884,10 @@ class StreamableHttpRelay extends RelayBase {
         );
         return;
       }
-      await sleep(Math.min(delay, 30_000), this.stop.signal);
+      await this.sleep(
+        Math.min(stream.retry ?? DEFAULT_RETRY_MS, MAX_RETRY_MS),
+        this.stop.signal,
+      );
     }
   }
 
@@ -714,6 +946,8 @@ class LegacySseRelay extends RelayBase {
     // POST's own answer does.
     const ids = requestIds(message);
     for (const id of ids) this.#due.add(id);
+    const turn = this.takeTurn();
+    await turn.ready;
     try {
       let endpoint: URL;
       try {
@@ -722,15 +956,18 @@ class LegacySseRelay extends RelayBase {
         this.#endpoint = this.#connect();
         endpoint = await this.#endpoint;
       }
+      turn.started();
       const response = await this.authorizedFetch(endpoint, {
         method: "POST",
         headers: { "Content-Type": "application/json" },
         body: JSON.stringify(message),
         signal: this.stop.signal,
       });
+      turn.sent();
       if (!response.ok) throw await this.statusFailure(response);
       await response.body?.cancel();
     } catch (error) {
+      turn.sent();
       for (const id of ids) this.#due.delete(id);
       if (!this.stop.signal.aborted) {
         await this.answerWithError(message, error);
@@ -766,19 +1003,21 @@ class LegacySseRelay extends RelayBase {
       found = resolve;
       failed = reject;
     });
-    const pumping = this.relayEvents(response.body, ({ event, data }) => {
-      if (event !== "endpoint") return false;
-      const url = new URL(data.trim(), this.#url);
-      // The token goes only where the stream came from.
-      if (url.origin !== this.#url.origin) {
-        failed(
-          new DeliveryError(
-            UPSTREAM_ERROR_CODE,
-            `the remote server of service ${this.options.service} named an endpoint on another origin`,
-          ),
-        );
-      } else found(url);
-      return true;
+    const pumping = this.relayEvents(response.body, {
+      onEvent: ({ event, data }) => {
+        if (event !== "endpoint") return false;
+        const url = new URL(data.trim(), this.#url);
+        // The token goes only where the stream came from.
+        if (url.origin !== this.#url.origin) {
+          failed(
+            new DeliveryError(
+              UPSTREAM_ERROR_CODE,
+              `the remote server of service ${this.options.service} named an endpoint on another origin`,
+            ),
+          );
+        } else found(url);
+        return true;
+      },
     });
     pumping.then(
       () => {

@@ -29,15 +29,33 @@ export interface ServerSentEvent {
 }
 
 /**
+ * What a stream has said about resuming it, kept up to date as it is read
+ * (also by events that carry no data, which are not yielded): what a
+ * reader needs to reopen it where it broke off.
+ */
+export interface EventStreamState {
+  /**
+   * The stream's last event ID: the `id` of the last event dispatched, as
+   * the standard keeps it (an event without `id` keeps the one before; an
+   * empty `id` clears it to ""). Undefined until an event had one.
+   */
+  lastEventId?: string;
+  /** The last valid `retry` field, in ms: how long to wait before resuming. */
+  retry?: number;
+}
+
+/**
  * The events of an event stream, in order, as they arrive. Each event is
  * bounded: at most `limits.maxBytes` (its lines, its data), and at most
  * `limits.bodyMs` from its first byte to the blank line that ends it (the
  * wait between events is not bounded). Past either it throws an
- * {@linkcode AnswerLimitError} and stops reading.
+ * {@linkcode AnswerLimitError} and stops reading. `state`, when given, is
+ * kept up to date with the stream's last event ID and `retry`.
  */
 export async function* readEvents(
   body: ReadableStream<Uint8Array>,
   limits: Pick<AnswerLimits, "maxBytes" | "bodyMs"> = ANSWER_LIMITS,
+  state: EventStreamState = {},
 ): AsyncGenerator<ServerSentEvent> {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let pending = "";
@@ -75,6 +93,9 @@ export async function* readEvents(
         const line = pending.slice(start, match.index);
         start = match.index + match[0].length;
         if (line === "") {
+          // The standard sets the last event ID on every dispatch, even of
+          // an event without data (a server's "priming" event may be one).
+          if (id !== undefined) state.lastEventId = id;
           if (data.length > 0) {
             yield {
               event: event || "message",
@@ -103,6 +124,7 @@ export async function* readEvents(
         else if (field === "id" && !value.includes("\0")) id = value;
         else if (field === "retry" && /^\d+$/.test(value)) {
           retry = Number(value);
+          state.retry = retry;
         }
       }
       pending = pending.slice(start);

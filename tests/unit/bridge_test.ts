@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { TokenKeeper } from "../../lib/bridge/tokens.ts";
-import { readEvents } from "../../lib/bridge/sse.ts";
+import { type EventStreamState, readEvents } from "../../lib/bridge/sse.ts";
 import { redirectAllowed } from "../../lib/bridge/relay.ts";
 import { parseBridgeArguments } from "../../lib/cli/bridge.ts";
 import { UsageError } from "../../lib/errors.ts";
@@ -134,6 +134,30 @@ Deno.test("readEvents: events across chunks, CRLF, multi-line data, comments, en
     { event: "message", data: '{"a":\n1}', id: undefined, retry: undefined },
     { event: "message", data: "x", id: "7", retry: 500 },
   ]);
+});
+
+Deno.test("readEvents: the stream's last event ID and retry, also from events without data; an empty id clears the ID", async () => {
+  const state: EventStreamState = {};
+  const seen: (string | undefined)[] = [];
+  for await (
+    const _ of readEvents(
+      streamOf(
+        "id: a\nretry: 250\n\n", // no data: not yielded, but it counts
+        "data: 1\n\n",
+        "id: b\ndata: 2\n\n",
+      ),
+      undefined,
+      state,
+    )
+  ) seen.push(state.lastEventId);
+  assert.deepEqual(seen, ["a", "b"]);
+  assert.deepEqual(state, { lastEventId: "b", retry: 250 });
+  for await (
+    const _ of readEvents(streamOf("id\ndata: 3\n\n"), undefined, state)
+  ) {
+    // An `id` field without a value clears the ID: nothing to resume from.
+  }
+  assert.equal(state.lastEventId, "");
 });
 
 const BASE = [

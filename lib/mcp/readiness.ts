@@ -231,10 +231,11 @@ export const SOURCE_READINESS: Readonly<
   },
 };
 
-const BROKER_NOT_RUNNING = {
+const BROKER_NOT_RUNNING: TokenVerdict = {
   status: "unknown",
   text: "unknown (broker not running)",
-} as const;
+  advice: loginAdvice({ broker: "not-running" }, "any"),
+};
 
 /** The local store is not open: the one advice for the broker's state. */
 function storeLocked(

@@ -175,3 +175,13 @@ Deno.test("readiness: logged in by SSO with the local store locked, a secret and
     });
   }
 });
+
+Deno.test("readiness: with no broker running, a store or SSO token is unknown, and the advice is sherlock login", () => {
+  for (const service of [secret, oauth, exchange]) {
+    assert.deepEqual(tokenReadiness(service, { kind: "not-running" }, ""), {
+      status: "unknown",
+      text: "unknown (broker not running)",
+      advice: 'run "sherlock login"',
+    });
+  }
+});

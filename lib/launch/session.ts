@@ -523,7 +523,8 @@ export async function openBrokerSession(
       const authorized = sources.has("oauth")
         ? new Set(
           (await client.authorizationStatus(options.socket)).services
-            .filter((status) => status.authorized)
+            // EMA: no grant, the SSO login gets the token.
+            .filter((status) => status.authorized || status.ema === true)
             .map((status) => status.service),
         )
         : new Set<string>();

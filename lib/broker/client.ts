@@ -807,3 +807,58 @@ export function reportScopeChallenge(
       isStringList(body.scopesNeeded),
   });
 }
+
+/**
+ * The broker's login as the advice on what to run next reads it: not
+ * running, or running with the local store unlocked, locked or not yet
+ * created, and an SSO login (`[login] provider = "oidc"`) held or not.
+ */
+export type LoginState =
+  | { broker: "not-running" }
+  | {
+    broker: "running";
+    store: "unlocked" | "locked" | "absent";
+    sso: boolean;
+  };
+
+/**
+ * What a token needs of the login: the local store (`secret` services and
+ * `sherlock auth` grants), the SSO login (`exchange` services), or either
+ * (a session at all).
+ */
+export type LoginNeed = "store" | "sso" | "any";
+
+/** {@linkcode LoginState} from `whoami` (undefined: no broker answered). */
+export function loginState(who: Whoami | undefined): LoginState {
+  if (who === undefined) return { broker: "not-running" };
+  const sso = who.oidc !== undefined;
+  // Before the OIDC login, `loggedIn` meant the store; `storeUnlocked` is
+  // absent from an older daemon's answer.
+  const unlocked = who.storeUnlocked ?? (who.loggedIn && !sso);
+  return {
+    broker: "running",
+    sso,
+    store: unlocked ? "unlocked" : who.storeExists ? "locked" : "absent",
+  };
+}
+
+/**
+ * The one advice every command gives for a login that does not meet
+ * `need`, e.g. `run "sherlock login --local"`; undefined when it does.
+ * Pure: `services`, `doctor`, `services test`, `auth` and a session all
+ * say the same for the same state. While an SSO login is held, `sherlock
+ * login` would only sign in again: the local store takes `--local`.
+ */
+export function loginAdvice(
+  state: LoginState,
+  need: LoginNeed,
+): string | undefined {
+  if (state.broker === "not-running") return 'run "sherlock login"';
+  const { store, sso } = state;
+  if (need === "sso") return sso ? undefined : 'run "sherlock login"';
+  if (store === "unlocked" || (need === "any" && sso)) return undefined;
+  const command = sso ? "sherlock login --local" : "sherlock login";
+  return store === "absent"
+    ? `run "${command}" (it creates the local store)`
+    : `run "${command}"`;
+}

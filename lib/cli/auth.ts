@@ -11,12 +11,15 @@ import {
   authorizationStatus,
   finishAuthorization,
   loggedInBroker,
+  loginAdvice,
+  loginState,
   revokeAuthorization,
   startAuthorization,
+  whoami,
 } from "../broker/client.ts";
 import type { LegacyDiscovery } from "../broker/protocol.ts";
 import { NAME_PATTERN } from "../config/names.ts";
-import { UsageError } from "../errors.ts";
+import { NotLoggedInError, UsageError } from "../errors.ts";
 import { commandContext } from "./context.ts";
 import { ignoredWarning, openBrowser, writeLaunchPage } from "./browser.ts";
 import {
@@ -46,7 +49,7 @@ export async function authCommand(args: readonly string[]): Promise<number> {
   }
   const service = serviceName(names[0]);
   const device = flags.includes("--device");
-  const socket = await brokerSocket();
+  const socket = await storeSocket();
   const { flow, url, userCode, legacyDiscovery } = await startAuthorization(
     socket,
     service,
@@ -153,7 +156,7 @@ async function revoke(args: readonly string[]): Promise<number> {
     throw new UsageError("usage: sherlock auth revoke <service>");
   }
   const service = serviceName(args[0]);
-  const result = await revokeAuthorization(await brokerSocket(), service);
+  const result = await revokeAuthorization(await storeSocket(), service);
   printLine(
     !result.forgotten
       ? `${service} had no grant`
@@ -184,5 +187,21 @@ function serviceName(name: string): string {
 async function brokerSocket(): Promise<string> {
   const socket = commandContext().paths.socket;
   await loggedInBroker(socket);
+  return socket;
+}
+
+/**
+ * {@linkcode brokerSocket}, and the local store open: a grant is kept
+ * there. An SSO login alone leaves it locked, and then the advice is the
+ * one every command gives for that state (`sherlock login --local`).
+ */
+async function storeSocket(): Promise<string> {
+  const socket = await brokerSocket();
+  const advice = loginAdvice(loginState(await whoami(socket)), "store");
+  if (advice !== undefined) {
+    throw new NotLoggedInError(
+      `sherlock auth keeps the grant in the local store, which is locked: ${advice}`,
+    );
+  }
   return socket;
 }

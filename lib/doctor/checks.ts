@@ -73,6 +73,12 @@ export type ServiceFacts =
     token: TokenReadiness;
     /** What was found about the token, as `sherlock services` says it. */
     tokenText: string;
+    /**
+     * What to run when the login keeps the token from being seen or used
+     * (`loginAdvice` of lib/broker/client.ts), e.g. `run "sherlock login
+     * --local"`.
+     */
+    tokenAdvice?: string;
     /** Problems of its command as written (`lib/launch/server_commands.ts`). */
     commandProblems: readonly string[];
   };
@@ -383,7 +389,9 @@ export function serviceCheck(service: ServiceFacts): Check {
       ...base,
       verdict: "warn",
       detail,
-      fix: '"sherlock login" lets doctor see the store',
+      fix: service.tokenAdvice === undefined
+        ? null
+        : `${service.tokenAdvice}, then doctor sees the store`,
     };
   }
   return { ...base, verdict: "ok", detail, fix: null };

@@ -127,6 +127,7 @@ export async function gatherFacts(
       server: reachability[index].text,
       token: token.status,
       tokenText: token.text,
+      ...(token.advice === undefined ? {} : { tokenAdvice: token.advice }),
       commandProblems: serverCommandProblems([service], lookup),
     };
   });

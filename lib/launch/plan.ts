@@ -26,7 +26,11 @@ import {
   type ServiceDelivery,
 } from "../render/delivery.ts";
 import { renderDocument, type RenderedDocument } from "../render/formats.ts";
-import { serverEntries, type ShimContext } from "../render/servers.ts";
+import {
+  REDACTED,
+  serverEntries,
+  type ShimContext,
+} from "../render/servers.ts";
 import type { Service } from "../services/loader.ts";
 import { runtimeConfigPath } from "../session/rendered_config.ts";
 import {
@@ -227,7 +231,13 @@ export function planSession(options: PlanSessionOptions): SessionPlan {
   };
   // Argv formats send every token through the shim (and refuse the rest),
   // so flag values never hold one: rendering them now is rendering them.
-  const document = renderSessionConfig(plan, { delivery, tokens: new Map() });
+  // The capability is known only once the session registers; rendered
+  // redacted, the plan's document (what `--dry-run` prints) has every
+  // variable the real run puts in a shim's or bridge's env.
+  const document = renderSessionConfig(
+    { ...plan, shim: { ...plan.shim, capability: REDACTED } },
+    { delivery, tokens: new Map() },
+  );
   const configPath = config.kind === "file" || config.kind === "merge"
     ? config.path
     : undefined;

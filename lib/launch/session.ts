@@ -523,7 +523,8 @@ export async function openBrokerSession(
       const authorized = sources.has("oauth")
         ? new Set(
           (await client.authorizationStatus(options.socket)).services
-            .filter((status) => status.authorized)
+            // EMA: no grant, the SSO login gets the token.
+            .filter((status) => status.authorized || status.ema === true)
             .map((status) => status.service),
         )
         : new Set<string>();
@@ -535,6 +536,19 @@ export async function openBrokerSession(
         )
         : new Set<string>();
       const unready = new Map<string, SherlockError>();
+      // The grants are kept in the local store: while it is locked (an SSO
+      // login alone) none shows as authorized, and "sherlock auth" is not
+      // the advice. Asked only when a grant is missing.
+      const storeAdvice =
+        later.some((service) =>
+            service.token.source === "oauth" &&
+            !authorized.has(service.service.name)
+          )
+          ? client.loginAdvice(
+            client.loginState(await client.whoami(options.socket)),
+            "store",
+          )
+          : undefined;
       for (const service of later) {
         const name = service.service.name;
         // The same lines the broker answers a shim or a bridge with.
@@ -542,7 +556,9 @@ export async function openBrokerSession(
           unready.set(
             name,
             new NoPermissionError(
-              `service ${name} needs authorization: run "sherlock auth ${name}"`,
+              storeAdvice === undefined
+                ? `service ${name} needs authorization: run "sherlock auth ${name}"`
+                : `service ${name}'s OAuth grant is kept in the local store, which is locked: ${storeAdvice}`,
             ),
           );
         } else if (service.token.source === "secret" && !stored.has(name)) {

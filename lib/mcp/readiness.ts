@@ -14,6 +14,8 @@ import {
   authorizationStatus,
   brokerHealth,
   listSecrets,
+  loginAdvice,
+  loginState,
   whoami,
 } from "../broker/client.ts";
 import { NoPermissionError, UnavailableError } from "../errors.ts";
@@ -39,6 +41,8 @@ export type StoreView =
     kind: "running";
     /** True while an SSO login (`[login] provider = "oidc"`) is held. */
     sso: boolean;
+    /** The local store: what `secret` services and OAuth grants need. */
+    store: "unlocked" | "locked" | "absent";
     /** The names of the stored secrets; undefined while the store is locked. */
     secrets?: ReadonlySet<string>;
     /**
@@ -121,12 +125,25 @@ export function tokenReadiness(
   service: Service,
   store: StoreView,
   searchPath: string | undefined,
-): { status: TokenReadiness; text: string } {
+): TokenVerdict {
   return SOURCE_READINESS[service.token.source].readiness({
     service,
     store,
     searchPath,
   });
+}
+
+/** A token's availability: its status, its text, and what to run. */
+export interface TokenVerdict {
+  /** The verdict. */
+  status: TokenReadiness;
+  /** The token column's text (the advice included). */
+  text: string;
+  /**
+   * What to run when the broker's login is what keeps the token from
+   * being seen or used ({@linkcode loginAdvice}).
+   */
+  advice?: string;
 }
 
 /** How the token column judges one `[token] source`. */
@@ -138,7 +155,7 @@ export interface SourceReadiness {
     service: Service;
     store: StoreView;
     searchPath: string | undefined;
-  }): { status: TokenReadiness; text: string };
+  }): TokenVerdict;
 }
 
 /**
@@ -170,7 +187,7 @@ export const SOURCE_READINESS: Readonly<
     readiness: ({ service, store }) => {
       const name = service.service.name;
       if (store.kind === "not-running") return BROKER_NOT_RUNNING;
-      if (store.secrets === undefined) return STORE_LOCKED;
+      if (store.secrets === undefined) return storeLocked(store);
       return store.secrets.has(name)
         ? { status: "ready", text: "secret stored" }
         : {
@@ -184,7 +201,7 @@ export const SOURCE_READINESS: Readonly<
     readiness: ({ service, store }) => {
       const name = service.service.name;
       if (store.kind === "not-running") return BROKER_NOT_RUNNING;
-      if (store.authorized === undefined) return STORE_LOCKED;
+      if (store.authorized === undefined) return storeLocked(store);
       if (store.authorized.has(name)) {
         return { status: "ready", text: "OAuth grant held" };
       }
@@ -192,6 +209,9 @@ export const SOURCE_READINESS: Readonly<
       if (store.ema?.has(name)) {
         return { status: "ready", text: "from the SSO login (EMA)" };
       }
+      // The grants are kept in the local store: while it is locked (an SSO
+      // login alone) the broker cannot say whether one is held.
+      if (store.store !== "unlocked") return storeLocked(store);
       return {
         status: "missing",
         text: `no grant (run "sherlock auth ${name}")`,
@@ -206,20 +226,34 @@ export const SOURCE_READINESS: Readonly<
       if (store.kind === "not-running") return BROKER_NOT_RUNNING;
       return store.sso
         ? { status: "ready", text: "SSO login held" }
-        : { status: "missing", text: 'no SSO login (run "sherlock login")' };
+        : noSsoLogin(loginAdvice(viewLogin(store), "sso") ?? "");
     },
   },
 };
 
-const BROKER_NOT_RUNNING = {
+const BROKER_NOT_RUNNING: TokenVerdict = {
   status: "unknown",
   text: "unknown (broker not running)",
-} as const;
+  advice: loginAdvice({ broker: "not-running" }, "any"),
+};
 
-const STORE_LOCKED = {
-  status: "unknown",
-  text: 'unknown (run "sherlock login")',
-} as const;
+/** The local store is not open: the one advice for the broker's state. */
+function storeLocked(
+  store: Extract<StoreView, { kind: "running" }>,
+): TokenVerdict {
+  const advice = loginAdvice(viewLogin(store), "store") ?? "";
+  return { status: "unknown", text: `unknown (${advice})`, advice };
+}
+
+/** An `exchange` service without the SSO login it takes its token from. */
+function noSsoLogin(advice: string): TokenVerdict {
+  return { status: "missing", text: `no SSO login (${advice})`, advice };
+}
+
+/** The login the view was made from, as {@linkcode loginAdvice} reads it. */
+function viewLogin(store: Extract<StoreView, { kind: "running" }>) {
+  return { broker: "running", sso: store.sso, store: store.store } as const;
+}
 
 /**
  * What the broker says about the store, without starting it: the token
@@ -239,8 +273,10 @@ export async function storeView(
       return { kind: "not-running" };
     }
     const who = await whoami(socket);
+    const login = loginState(who);
     const sso = who.oidc !== undefined;
-    if (!who.loggedIn) return { kind: "running", sso };
+    const store = login.broker === "running" ? login.store : "locked";
+    if (!who.loggedIn) return { kind: "running", sso, store };
     // An SSO login alone leaves the store locked: the secrets are not
     // listed then, the OAuth status (EMA) still is.
     const secrets = who.storeUnlocked === false
@@ -250,6 +286,7 @@ export async function storeView(
     return {
       kind: "running",
       sso,
+      store,
       secrets: secrets &&
         new Set(secrets.secrets.map((secret) => secret.name)),
       authorized: oauth && new Set(

@@ -64,7 +64,8 @@ export interface ShimContext {
   agent: string;
   /**
    * The session's broker capability, once the session has registered;
-   * without it (`--dry-run`, the plan) the entries carry none.
+   * the plan (what `--dry-run` prints) gives {@linkcode REDACTED}, so that
+   * its entries show the variable where the real run puts it.
    */
   capability?: string;
 }

@@ -368,3 +368,12 @@ Deno.test("EMA: only for an authorization server the service's ema_audiences nam
   assert.equal(provider.exchanges.length, 1);
   assert.equal(provider.exchanges[0].audience, as.issuer);
 });
+
+Deno.test("EMA: services test of a service served from the SSO login (the local store locked) reaches the server; neither sherlock auth nor the store is asked for", async () => {
+  await using s = await setup();
+  const { home } = s;
+  const result = await home.sherlock(["services", "test", "remote"]);
+  assert.equal(result.code, 0, result.stderr);
+  assert.doesNotMatch(result.stderr, /sherlock auth|login --local/);
+  assert.match(result.stdout, /^tools:$/m);
+});

@@ -224,7 +224,9 @@ Deno.test("codex-overrides: --dry-run prints the flag values, no token fetched",
   const [name, entry] = readOverride(value);
   assert.equal(name, "api");
   assert.ok((entry.args as string[]).includes("shim"));
-  assert.equal(value.includes("<redacted>"), false);
+  // No token; the session's capability, redacted, where the real run puts
+  // it (the shim's env).
+  assert.deepEqual(entry.env, { SHERLOCK_SESSION_CAPABILITY: "<redacted>" });
   assert.deepEqual(home.runtimeFiles(), []);
 });
 

@@ -193,6 +193,15 @@ Deno.test("a service: unreachable, a missing token or a bad command fails; an un
   assert.equal(serviceCheck({ ...ok, reachable: false }).verdict, "fail");
   assert.equal(serviceCheck({ ...ok, token: "missing" }).verdict, "fail");
   assert.equal(serviceCheck({ ...ok, token: "unknown" }).verdict, "warn");
+  // The fix is the login advice the token column was given, never its own.
+  assert.equal(
+    serviceCheck({
+      ...ok,
+      token: "unknown",
+      tokenAdvice: 'run "sherlock login --local"',
+    }).fix,
+    'run "sherlock login --local", then doctor sees the store',
+  );
   const whole = serviceCheck({
     ...ok,
     commandProblems: ['service github: command "npx -y x" is a whole…'],

@@ -514,12 +514,25 @@ Deno.test("planSession: an argv format puts the servers in the flag values, neve
     plan.document.values[0],
     /^mcp_servers\.github=\{command="\/opt\/sherlock",args=\["shim"/,
   );
-  // Whatever the broker answers, the flag values stay as planned.
-  const fetched = renderSessionConfig(plan, {
-    delivery: plan.delivery,
-    tokens: new Map([["github", "ghp_secret"]]),
+  // Whatever the broker answers, the flag values stay as planned: the
+  // session's capability where the plan shows it redacted, never a token.
+  const fetched = renderSessionConfig(
+    { ...plan, shim: { ...plan.shim, capability: "cap_session" } },
+    {
+      delivery: plan.delivery,
+      tokens: new Map([["github", "ghp_secret"]]),
+    },
+  );
+  assert.match(
+    plan.document.values[0],
+    /env=\{GITHUB_TOOLSETS="repos,issues",SHERLOCK_SESSION_CAPABILITY="<redacted>"\}/,
+  );
+  assert.deepEqual(fetched, {
+    kind: "argv",
+    values: plan.document.values.map((value) =>
+      value.replace("<redacted>", "cap_session")
+    ),
   });
-  assert.deepEqual(fetched, plan.document);
 });
 
 Deno.test("planSession: a service the agent cannot use is left out with its reason; the others stay", () => {

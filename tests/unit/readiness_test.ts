@@ -62,7 +62,13 @@ command = "plain-server"
 const EMPTY = new Set<string>();
 
 function open(sso: boolean): StoreView {
-  return { kind: "running", sso, secrets: EMPTY, authorized: EMPTY };
+  return {
+    kind: "running",
+    sso,
+    store: "unlocked",
+    secrets: EMPTY,
+    authorized: EMPTY,
+  };
 }
 
 Deno.test("readiness: every token source has its own entry", () => {
@@ -79,12 +85,17 @@ Deno.test("readiness: an exchange service needs the SSO login, not a secret", ()
   });
   // The store locked (an SSO login alone) does not hide the SSO login.
   assert.deepEqual(
-    tokenReadiness(exchange, { kind: "running", sso: true }, ""),
+    tokenReadiness(exchange, {
+      kind: "running",
+      sso: true,
+      store: "locked",
+    }, ""),
     { status: "ready", text: "SSO login held" },
   );
   assert.deepEqual(tokenReadiness(exchange, open(false), ""), {
     status: "missing",
     text: 'no SSO login (run "sherlock login")',
+    advice: 'run "sherlock login"',
   });
   assert.equal(
     tokenReadiness(exchange, { kind: "not-running" }, "").status,
@@ -108,6 +119,7 @@ Deno.test("readiness: secret, oauth, command and none as before", () => {
   const stored: StoreView = {
     kind: "running",
     sso: false,
+    store: "unlocked",
     secrets: new Set(["docs"]),
     authorized: new Set(["linear"]),
   };
@@ -122,12 +134,17 @@ Deno.test("readiness: secret, oauth, command and none as before", () => {
     tokenReadiness(oauth, {
       kind: "running",
       sso: true,
+      store: "locked",
       authorized: EMPTY,
       ema: new Set(["linear"]),
     }, ""),
     { status: "ready", text: "from the SSO login (EMA)" },
   );
-  const locked: StoreView = { kind: "running", sso: false };
+  const locked: StoreView = {
+    kind: "running",
+    sso: false,
+    store: "locked",
+  };
   assert.equal(
     tokenReadiness(secret, locked, "").text,
     'unknown (run "sherlock login")',
@@ -140,4 +157,31 @@ Deno.test("readiness: secret, oauth, command and none as before", () => {
     status: "none",
     text: "-",
   });
+});
+
+Deno.test("readiness: logged in by SSO with the local store locked, a secret and a grant are unknown until sherlock login --local", () => {
+  const sso: StoreView = {
+    kind: "running",
+    sso: true,
+    store: "locked",
+    authorized: EMPTY,
+    ema: EMPTY,
+  };
+  for (const service of [secret, oauth]) {
+    assert.deepEqual(tokenReadiness(service, sso, ""), {
+      status: "unknown",
+      text: 'unknown (run "sherlock login --local")',
+      advice: 'run "sherlock login --local"',
+    });
+  }
+});
+
+Deno.test("readiness: with no broker running, a store or SSO token is unknown, and the advice is sherlock login", () => {
+  for (const service of [secret, oauth, exchange]) {
+    assert.deepEqual(tokenReadiness(service, { kind: "not-running" }, ""), {
+      status: "unknown",
+      text: "unknown (broker not running)",
+      advice: 'run "sherlock login"',
+    });
+  }
 });

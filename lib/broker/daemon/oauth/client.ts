@@ -197,7 +197,7 @@ export class OAuthClient {
     try {
       const { metadata } = discovered;
       const fetchedAt = this.#now();
-      const tokens = await requestClientCredentials({
+      const answer = await requestClientCredentials({
         service,
         store,
         metadata,
@@ -212,6 +212,7 @@ export class OAuthClient {
           : canonicalResource(server.url),
         now: fetchedAt,
       });
+      const tokens = tokenAnswer(answer, metadata.tokenEndpoint);
       const held: MemoryToken = {
         token: tokens.accessToken,
         fetchedAt,

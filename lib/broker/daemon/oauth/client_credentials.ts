@@ -15,13 +15,12 @@ import type { Service } from "../../../services/loader.ts";
 import { BrokerRequestError } from "../request_error.ts";
 import type { SecretStore } from "../secret_store.ts";
 import { JWT_ASSERTION_TYPE, signClientAssertion } from "./client_assertion.ts";
-import { requestJson } from "./http.ts";
+import { type JsonAnswer, requestJson } from "./http.ts";
 import {
   chooseClientAuthMethod,
   clientAuthentication,
   type ServerMetadata,
 } from "./rules.ts";
-import { tokenAnswer } from "./client.ts";
 
 /** The grant type of a token request with no person. */
 export const CLIENT_CREDENTIALS_GRANT = "client_credentials";
@@ -29,7 +28,8 @@ export const CLIENT_CREDENTIALS_GRANT = "client_credentials";
 /**
  * One token request with `grant_type=client_credentials` at `metadata`'s
  * token endpoint, with the RFC 8707 `resource` (unless null) and the
- * `scopes`. Throws `no_secret` when the client's secret or key is not
+ * `scopes`; the token endpoint's answer (client.ts's `tokenAnswer` reads
+ * it). Throws `no_secret` when the client's secret or key is not
  * stored, `oauth_unsupported` when the server takes none of the client's
  * methods, `oauth_failed` when it refuses.
  */
@@ -43,7 +43,7 @@ export async function requestClientCredentials(
     /** ms since the epoch: the assertion's `iat`. */
     now: number;
   },
-): Promise<{ accessToken: string; expiresIn?: number; scopes?: string[] }> {
+): Promise<JsonAnswer> {
   const { service, metadata } = options;
   const name = service.service.name;
   const client = await authenticate(options);
@@ -67,7 +67,7 @@ export async function requestClientCredentials(
         }`,
     });
   }
-  return tokenAnswer(answer, metadata.tokenEndpoint);
+  return answer;
 }
 
 /** The form fields and headers that authenticate the client. */

@@ -399,6 +399,11 @@ export interface OAuthServiceStatus {
    * while an OIDC login is held).
    */
   ema?: boolean;
+  /**
+   * True for a `grant = "client_credentials"` service: no person, no
+   * grant; `authorized` says its client's secret or key is stored.
+   */
+  clientCredentials?: boolean;
 }
 
 /** The answer to `POST /v1/oauth/finish`: the status, and how it went. */

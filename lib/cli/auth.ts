@@ -133,7 +133,11 @@ async function status(args: readonly string[]): Promise<number> {
   for (const entry of services) {
     rows.push([
       entry.service,
-      entry.ema
+      entry.clientCredentials
+        ? entry.authorized
+          ? "client"
+          : "no (its client secret/key is not stored)"
+        : entry.ema
         ? "EMA"
         : !entry.authorized
         ? `no (run "sherlock auth ${entry.service}")`

@@ -201,6 +201,23 @@ export const SOURCE_READINESS: Readonly<
     readiness: ({ service, store }) => {
       const name = service.service.name;
       if (store.kind === "not-running") return BROKER_NOT_RUNNING;
+      // No person: ready when the client's own secret or key is stored.
+      if (service.token.grant === "client_credentials") {
+        const key = service.token.client_key !== undefined;
+        const entry = service.token.client_key ?? service.token.client_secret;
+        if (store.secrets === undefined) return storeLocked(store);
+        return entry !== undefined && store.secrets.has(entry)
+          ? {
+            status: "ready",
+            text: `client ${key ? "key" : "secret"} stored (no person)`,
+          }
+          : {
+            status: "missing",
+            text: `no client ${
+              key ? "key" : "secret"
+            } (run "sherlock secret set ${entry}")`,
+          };
+      }
       if (store.authorized === undefined) return storeLocked(store);
       if (store.authorized.has(name)) {
         return { status: "ready", text: "OAuth grant held" };

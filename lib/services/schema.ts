@@ -119,6 +119,12 @@ const tokenSchema = z.strictObject({
       (value) => !/^[0-9a-f]{32,}$/.test(value),
       'looks like a secret itself; store it with "sherlock secret set NAME" and give NAME here',
     ).optional(),
+  client_key: z.string().regex(
+    NAME_PATTERN,
+    'must be the name of a private key in sherlock\'s store ("sherlock secret set NAME" with the PEM on stdin), not the key itself',
+  ).max(MAX_NAME_LENGTH, `must be at most ${MAX_NAME_LENGTH} characters`)
+    .optional(),
+  grant: z.enum(["authorization_code", "client_credentials"]).optional(),
   client_metadata_url: z.url({
     protocol: /^https$/,
     error: "must be an https:// URL (a Client ID Metadata Document)",
@@ -154,6 +160,8 @@ const tokenSchema = z.strictObject({
 const OAUTH_KEYS = [
   "client_id",
   "client_secret",
+  "client_key",
+  "grant",
   "client_metadata_url",
   "send_resource",
   "ema",
@@ -211,6 +219,44 @@ export const serviceSchema = z.strictObject({
       "client_secret",
       "needs client_id: a client secret belongs to a client registered at the server",
     );
+  }
+  if (token.client_key !== undefined && token.client_id === undefined) {
+    issue(
+      "client_key",
+      "needs client_id: a client key belongs to a client registered at the server",
+    );
+  }
+  if (token.client_key !== undefined && token.client_secret !== undefined) {
+    issue(
+      "client_key",
+      "set client_secret or client_key, not both: the client proves itself with one",
+    );
+  }
+  if (
+    token.client_key !== undefined && token.grant !== "client_credentials"
+  ) {
+    issue(
+      "client_key",
+      'only applies to grant = "client_credentials" (private_key_jwt); remove it or set the grant',
+    );
+  }
+  if (
+    token.grant === "client_credentials" &&
+    token.client_secret === undefined && token.client_key === undefined
+  ) {
+    issue(
+      "grant",
+      "client_credentials needs client_id and client_secret or client_key: the client logs in with no person, by its own credential",
+    );
+  }
+  if (token.grant === "client_credentials") {
+    for (
+      const key of ["client_metadata_url", "ema", "ema_audiences"] as const
+    ) {
+      if (token[key] !== undefined) {
+        issue(key, 'not used with grant = "client_credentials"; remove it');
+      }
+    }
   }
   if (token.source !== "exchange") {
     for (const key of EXCHANGE_KEYS) {
@@ -340,6 +386,17 @@ export interface TokenSpec {
    * that is the pre-registered client's secret.
    */
   client_secret?: string;
+  /**
+   * `oauth`, `grant = "client_credentials"`: the name of the store's entry
+   * holding the client's PKCS#8 PEM private key (RS256 or ES256), for
+   * `private_key_jwt` client authentication (RFC 7523).
+   */
+  client_key?: string;
+  /**
+   * `oauth`: `authorization_code` (the default: `sherlock auth`) or
+   * `client_credentials` (no person: the broker logs in as the client).
+   */
+  grant?: "authorization_code" | "client_credentials";
   /** `oauth`: the https URL of a Client ID Metadata Document. */
   client_metadata_url?: string;
   /** `oauth`: the scopes to ask for when the server names none. */

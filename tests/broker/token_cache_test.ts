@@ -127,3 +127,23 @@ Deno.test("TokenCache: a refused token is dropped; concurrent requests then shar
   assert.equal(later.token, "new", "the new token is kept");
   assert.equal(fetch.calls, 2);
 });
+
+Deno.test("TokenCache: with an injected clock, a token is served until its margin, then fetched anew", async () => {
+  let now = 1_000_000;
+  const cache = new TokenCache({ now: () => now });
+  let fetches = 0;
+  const fetch = () => {
+    fetches++;
+    return Promise.resolve({ token: `t${fetches}`, expiresAt: now + 600_000 });
+  };
+  assert.equal((await cache.get("k", fetch)).token, "t1");
+  now += 539_000; // 1 s before the one-minute margin of a 10-minute token
+  assert.deepEqual(await cache.get("k", fetch), {
+    token: "t1",
+    expiresAt: 1_600_000,
+    cached: true,
+  });
+  now += 2_000;
+  assert.equal((await cache.get("k", fetch)).token, "t2");
+  assert.equal(fetches, 2);
+});

@@ -19,7 +19,10 @@
  *    with a token does (without a token the agent would speak HTTP itself,
  *    and nothing of sherlock's would be tested);
  * 3. `sherlock login` with a passphrase on stdin;
- * 4. for `auth/*`: `sherlock auth conformance`, `$BROWSER` a headless browser
+ * 4. for `auth/*` (but `auth/client-credentials-*`, which configure
+ *    `grant = "client_credentials"` with the context's `client_secret` or
+ *    `private_key_pem` stored, and need no person):
+ *    `sherlock auth conformance`, `$BROWSER` a headless browser
  *    that follows the authorization server's redirects
  *    (`tests/fixtures/oauth/approve_browser.ts`);
  * 5. `sherlock run standin`: the stand-in agent (`standin_agent.ts`) reads
@@ -68,6 +71,17 @@ const APPROVE_BROWSER_TS = fileURLToPath(
 interface ScenarioContext {
   client_id?: string;
   client_secret?: string;
+  /** `auth/client-credentials-jwt`: the client's PKCS#8 key, ES256. */
+  private_key_pem?: string;
+  signing_algorithm?: string;
+}
+
+/** The name the client-credentials scenarios' private key is stored under. */
+const CLIENT_KEY_NAME = "conformance-client-key";
+
+/** The scenarios with no person: the client logs in as itself. */
+function clientCredentials(scenario: string): boolean {
+  return scenario.startsWith("auth/client-credentials-");
 }
 
 function log(line: string): void {
@@ -100,9 +114,14 @@ export function serviceToml(
     );
   } else {
     lines.push('source = "oauth"');
+    if (clientCredentials(options.scenario)) {
+      lines.push('grant = "client_credentials"');
+    }
     if (options.context.client_id) {
       lines.push(`client_id = ${JSON.stringify(options.context.client_id)}`);
-      if (options.context.client_secret) {
+      if (options.context.private_key_pem) {
+        lines.push(`client_key = ${JSON.stringify(CLIENT_KEY_NAME)}`);
+      } else if (options.context.client_secret) {
         lines.push(`client_secret = ${JSON.stringify(CLIENT_SECRET_NAME)}`);
       }
     } else {
@@ -192,7 +211,16 @@ async function main(args: string[]): Promise<number> {
     );
     if (stored !== 0) return 1;
   }
-  if (scenario.startsWith("auth/")) {
+  if (context.private_key_pem) {
+    const stored = await step(
+      ["secret", "set", CLIENT_KEY_NAME],
+      // One line: a secret may not hold line breaks (README's recipe).
+      context.private_key_pem.replace(/\r?\n/g, ""),
+    );
+    if (stored !== 0) return 1;
+  }
+  // No person, no `sherlock auth`: the broker logs in as the client.
+  if (scenario.startsWith("auth/") && !clientCredentials(scenario)) {
     if (await step(["auth", SERVICE]) !== 0) return 1;
   }
   const code = await step(["run", AGENT]);

@@ -185,3 +185,40 @@ Deno.test("readiness: with no broker running, a store or SSO token is unknown, a
     });
   }
 });
+
+Deno.test("readiness: a client-credentials service is ready when its secret or key is stored, with no grant", () => {
+  const withCredential = (line: string) =>
+    service(`
+[service]
+name = "ci"
+[server]
+url = "https://ci.example/mcp"
+[token]
+source = "oauth"
+grant = "client_credentials"
+client_id = "runner"
+${line}
+`);
+  const bySecret = withCredential('client_secret = "ci-secret"');
+  const byKey = withCredential('client_key = "ci-key"');
+  const view = (names: string[]): StoreView => ({
+    kind: "running",
+    sso: false,
+    store: "unlocked",
+    secrets: new Set(names),
+    authorized: EMPTY,
+  });
+  assert.deepEqual(tokenReadiness(bySecret, view(["ci-secret"]), ""), {
+    status: "ready",
+    text: "client secret stored (no person)",
+  });
+  assert.deepEqual(tokenReadiness(byKey, view([]), ""), {
+    status: "missing",
+    text: 'no client key (run "sherlock secret set ci-key")',
+  });
+  assert.equal(
+    tokenReadiness(byKey, { kind: "running", sso: false, store: "locked" }, "")
+      .status,
+    "unknown",
+  );
+});

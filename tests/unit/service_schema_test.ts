@@ -191,3 +191,49 @@ Deno.test('service: source = "exchange" keys, Authorization Bearer by default, a
     /token\.resource: must be an absolute URL/,
   );
 });
+
+Deno.test('service: grant = "client_credentials" with a stored secret or key, no person', () => {
+  const url = `[server]\nurl = "https://mcp.example.com/mcp"\n`;
+  const oauth = (lines: string) =>
+    `${SERVICE}${url}[token]\nsource = "oauth"\n${lines}`;
+  const secret = validate(
+    oauth(
+      `grant = "client_credentials"\nclient_id = "ci"\nclient_secret = "ci-secret"\n`,
+    ),
+  );
+  assert.ok(secret.ok);
+  assert.equal(secret.value.token.grant, "client_credentials");
+  const key = validate(
+    oauth(
+      `grant = "client_credentials"\nclient_id = "ci"\nclient_key = "ci-key"\n`,
+    ),
+  );
+  assert.ok(key.ok);
+  assert.equal(key.value.token.client_key, "ci-key");
+  assert.match(
+    problem(oauth(`grant = "client_credentials"\nclient_id = "ci"\n`)),
+    /^s\.toml:\d+: token\.grant: client_credentials needs client_id and client_secret or client_key/,
+  );
+  assert.match(
+    problem(
+      oauth(
+        `grant = "client_credentials"\nclient_id = "ci"\nclient_secret = "a"\nclient_key = "b"\n`,
+      ),
+    ),
+    /token\.client_key: set client_secret or client_key, not both/,
+  );
+  assert.match(
+    problem(oauth(`client_id = "ci"\nclient_key = "ci-key"\n`)),
+    /token\.client_key: only applies to grant = "client_credentials"/,
+  );
+  assert.match(
+    problem(oauth(`grant = "password"\n`)),
+    /token\.grant: must be one of/,
+  );
+  assert.match(
+    problem(
+      `${SERVICE}${url}[token]\nsource = "secret"\nheader = "X"\ngrant = "client_credentials"\n`,
+    ),
+    /token\.grant: only applies to source = "oauth"/,
+  );
+});

@@ -394,7 +394,14 @@ async function oauthRoute(
     const { services } = await context.tokens.oauthServices();
     return ok<OAuthStatusList>({
       services: await Promise.all(
-        services.map((name) => withEma(oauth.status(name, store), context)),
+        services.map(async (name) => {
+          const service = await context.tokens.service(name).catch(() =>
+            undefined
+          );
+          return service?.token.grant === "client_credentials"
+            ? oauth.clientCredentialsStatus(service, store)
+            : withEma(oauth.status(name, store), context);
+        }),
       ),
     });
   }

@@ -28,10 +28,16 @@ interface Entry extends Token {
 
 /** The token cache of one daemon. */
 export class TokenCache {
+  readonly #now: () => number;
   #entries = new Map<string, Entry>();
   #inFlight = new Map<string, Promise<Entry>>();
   /** Bumped by `clear`: a fetch that began before must not fill the cache. */
   #generation = 0;
+
+  /** `now`: the clock, in ms since the epoch (injected by tests). */
+  constructor(options: { now?: () => number } = {}) {
+    this.#now = options.now ?? Date.now;
+  }
 
   /**
    * The token for `key`: from the cache while it is fresh, else from
@@ -43,7 +49,7 @@ export class TokenCache {
     key: string,
     fetch: () => Promise<Token>,
   ): Promise<ServedToken> {
-    const now = Date.now();
+    const now = this.#now();
     const entry = this.#entries.get(key);
     if (entry && isFresh(entry, now)) {
       return { ...publicPart(entry), cached: true };
@@ -52,7 +58,7 @@ export class TokenCache {
     if (running) return { ...publicPart(await running), cached: true };
     const generation = this.#generation;
     const fetching = (async () => {
-      const fetchedAt = Date.now();
+      const fetchedAt = this.#now();
       const token = await fetch();
       const fresh: Entry = { ...token, fetchedAt };
       if (generation !== this.#generation) return fresh;

@@ -41,6 +41,7 @@ import {
 } from "./device_grant.ts";
 import { failed, type JsonAnswer, origin, requestJson } from "./http.ts";
 import { signedInAs } from "./id_token.ts";
+import { requestClientCredentials } from "./client_credentials.ts";
 import {
   CALLBACK_PATH,
   ignoredNote,
@@ -147,6 +148,10 @@ interface UnstoredRotation {
 
 /** The OAuth state of one daemon: flows under way, access tokens. */
 export class OAuthClient {
+  /** The clock of the client-credentials path (injected by tests). */
+  readonly #now: () => number;
+  /** Discovery of a client-credentials service, kept until a fetch fails. */
+  #discovered = new Map<string, Discovered>();
   #flows = new Map<string, Flow>();
   #deviceFlows = new Map<string, DeviceFlow>();
   #tokens = new Map<string, MemoryToken>();
@@ -156,6 +161,109 @@ export class OAuthClient {
   #stepUps = new Map<string, number>();
   /** Called when a service's grant changes: the broker drops its cache. */
   onGrantChange: (service: string) => void = () => {};
+
+  /** `now`: the clock of the client-credentials path (ms since the epoch). */
+  constructor(options: { now?: () => number } = {}) {
+    this.#now = options.now ?? Date.now;
+  }
+
+  /**
+   * A fresh access token for a `grant = "client_credentials"` service: the
+   * one in memory until shortly before it expires, else one token request
+   * — a single one for all callers at once — authenticated by the client's
+   * secret or signed key from the store. No person, no refresh token: an
+   * expired token is fetched anew.
+   */
+  clientCredentialsToken(service: Service, store: SecretStore): Promise<Token> {
+    const name = service.service.name;
+    const held = this.#tokens.get(name);
+    if (held && isFresh(held, this.#now())) {
+      return Promise.resolve({ token: held.token, expiresAt: held.expiresAt });
+    }
+    const running = this.#refreshing.get(name);
+    if (running) return running;
+    const fetching = this.#fetchClientCredentials(service, store).finally(
+      () => {
+        if (this.#refreshing.get(name) === fetching) {
+          this.#refreshing.delete(name);
+        }
+      },
+    );
+    this.#refreshing.set(name, fetching);
+    return fetching;
+  }
+
+  async #fetchClientCredentials(
+    service: Service,
+    store: SecretStore,
+  ): Promise<Token> {
+    const name = service.service.name;
+    const server = service.server as { url: string };
+    let discovered = this.#discovered.get(name);
+    if (discovered === undefined) {
+      discovered = await discover(server.url);
+      this.#discovered.set(name, discovered);
+    }
+    try {
+      const { metadata } = discovered;
+      const fetchedAt = this.#now();
+      const answer = await requestClientCredentials({
+        service,
+        store,
+        metadata,
+        scopes: chooseScopes({
+          challenge: discovered.challengeScope,
+          supported: discovered.scopesSupported,
+          configured: service.token.scopes,
+          serverSupported: metadata.scopesSupported,
+        }),
+        resource: service.token.send_resource === false
+          ? null
+          : canonicalResource(server.url),
+        now: fetchedAt,
+      });
+      const tokens = tokenAnswer(answer, metadata.tokenEndpoint);
+      const held: MemoryToken = {
+        token: tokens.accessToken,
+        fetchedAt,
+        expiresAt: fetchedAt + (tokens.expiresIn ?? ASSUMED_LIFETIME_S) * 1000,
+      };
+      this.#tokens.set(name, held);
+      return { token: held.token, expiresAt: held.expiresAt };
+    } catch (error) {
+      // The server may have moved: discover anew next time.
+      this.#discovered.delete(name);
+      throw error;
+    }
+  }
+
+  /**
+   * The status of a client-credentials service: "authorized" when its
+   * client's secret or key is stored (no grant is kept). Never a value.
+   */
+  clientCredentialsStatus(
+    service: Service,
+    store: SecretStore | undefined,
+  ): OAuthServiceStatus {
+    const name = service.service.name;
+    const credential = service.token.client_key ?? service.token.client_secret;
+    const held = this.#tokens.get(name);
+    const now = this.#now();
+    return {
+      service: name,
+      authorized: store !== undefined && credential !== undefined &&
+        store.get(credential) !== undefined,
+      issuer: this.#discovered.get(name)?.metadata.issuer ?? null,
+      scopes: [],
+      accessTokenExpiresAt:
+        held?.expiresAt !== undefined && held.expiresAt > now
+          ? new Date(held.expiresAt).toISOString()
+          : null,
+      refreshToken: false,
+      scopesNeeded: [],
+      clientCredentials: true,
+    };
+  }
 
   /**
    * Forgets every access token (logout, idle lock), and a rotated refresh
@@ -374,6 +482,15 @@ export class OAuthClient {
         code: "bad_request",
         message:
           `service ${name} is not an OAuth service ([token] source = "oauth")`,
+      });
+    }
+    if (service.token.grant === "client_credentials") {
+      throw new BrokerRequestError({
+        code: "bad_request",
+        message:
+          `service ${name} needs no authorization: it logs in as its client (grant = "client_credentials"), with the client ${
+            service.token.client_key ? "key" : "secret"
+          } in the store; the broker fetches its tokens itself`,
       });
     }
     // One flow per service: a new `sherlock auth` replaces one under way

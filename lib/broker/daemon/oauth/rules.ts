@@ -119,6 +119,11 @@ export interface ServerMetadata {
   /** `token_endpoint_auth_methods_supported`, when the metadata names it. */
   tokenEndpointAuthMethods?: string[];
   /**
+   * `token_endpoint_auth_signing_alg_values_supported`, when the metadata
+   * names it: the algorithms a `private_key_jwt` assertion may use.
+   */
+  tokenEndpointAuthSigningAlgorithms?: string[];
+  /**
    * `authorization_grant_profiles_supported` (Enterprise-Managed
    * Authorization): {@linkcode ID_JAG_PROFILE} when the server redeems
    * ID-JAGs.
@@ -249,6 +254,9 @@ export function readServerMetadata(
     tokenEndpointAuthMethods: stringList(
       body.token_endpoint_auth_methods_supported,
     ),
+    tokenEndpointAuthSigningAlgorithms: stringList(
+      body.token_endpoint_auth_signing_alg_values_supported,
+    ),
     grantProfilesSupported: stringList(
       body.authorization_grant_profiles_supported,
     ),
@@ -277,16 +285,28 @@ export function chooseClientAuthMethod(
  * What identifies the client in a token-endpoint request (RFC 6749
  * §2.3.1): `client_id` in the form for a public client; with a secret,
  * an `Authorization: Basic` header of both, form-encoded first, or both
- * in the form.
+ * in the form; with a signed `assertion` (`private_key_jwt`, RFC 7523
+ * §2.2), the assertion and its type in the form, with `client_id`.
  */
 export function clientAuthentication(
   client: {
     clientId: string;
     clientSecret?: string;
     method?: ClientAuthMethod;
+    assertion?: { type: string; value: string };
   },
 ): { form: Record<string, string>; headers: Record<string, string> } {
-  const { clientId, clientSecret, method } = client;
+  const { clientId, clientSecret, method, assertion } = client;
+  if (assertion !== undefined) {
+    return {
+      form: {
+        client_id: clientId,
+        client_assertion_type: assertion.type,
+        client_assertion: assertion.value,
+      },
+      headers: {},
+    };
+  }
   if (clientSecret === undefined || method === undefined) {
     return { form: { client_id: clientId }, headers: {} };
   }

@@ -27,6 +27,13 @@ async function oauthToken(
   const oauth = context.oauth;
   if (oauth === undefined) throw new Error("the daemon gave no OAuth client");
   const store = context.store;
+  // No person: the broker logs in as the client, with no grant to keep.
+  if (service.token.grant === "client_credentials") {
+    return await oauth.clientCredentialsToken(
+      service,
+      requireStore(service, context),
+    );
+  }
   const grant = store && readGrant(store, service.service.name);
   // A grant the operator made with `sherlock auth` wins over EMA.
   if (grant && !grant.needsAuthorization) {

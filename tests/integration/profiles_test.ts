@@ -579,7 +579,11 @@ Deno.test("the newcomer's override: a redirect's empty file is listed with its e
     `sherlock: replaced the empty file ${path}`,
   ]);
   const written = Deno.readTextFileSync(path);
-  assert.match(written, /^# Your copy of sherlock's built-in "claude" profile/);
+  // The editor's schema line first (taplo reads it there), then the header.
+  assert.match(
+    written,
+    /^#:schema \.\.\/schemas\/agent_profile\.schema\.json\n# Your copy of sherlock's built-in "claude" profile/,
+  );
   assert.match(written, /^# Must equal the file's basename/m);
   // The copy resolves exactly as the built-in does.
   const shown = await inShell(home, "sherlock agents show claude");

@@ -155,10 +155,14 @@ Deno.test("--dry-run shows redaction markers and fetches nothing", async () => {
   assert.equal(cold.code, 0, cold.stderr);
   assert.match(cold.stdout, /"GITHUB_TOKEN": "<redacted>"/);
   // The remote service goes through the bridge: its entry holds no token,
-  // not even a redacted one.
+  // not even a redacted one; only the session's capability, redacted, as
+  // the real run renders it.
   assert.match(cold.stdout, /"bridge",\s*"--socket"/);
   assert.match(cold.stdout, /"--token-header",\s*"X-Api-Key"/);
-  assert.equal(cold.stdout.match(/<redacted>/g)?.length, 1);
+  assert.deepEqual(redactedKeys(cold.stdout), [
+    "GITHUB_TOKEN",
+    "SHERLOCK_SESSION_CAPABILITY",
+  ]);
   assert.deepEqual(home.daemonPids(), []);
   assert.equal(helper.runs(), 0);
 
@@ -176,6 +180,22 @@ Deno.test("--dry-run shows redaction markers and fetches nothing", async () => {
   assert.equal(warm.code, 0);
   assert.equal(warm.stdout.includes(helper.token), false);
   assert.equal(warm.stdout.includes("value-of-remote"), false);
-  assert.equal(warm.stdout.match(/<redacted>/g)?.length, 1);
+  assert.deepEqual(redactedKeys(warm.stdout), [
+    "GITHUB_TOKEN",
+    "SHERLOCK_SESSION_CAPABILITY",
+  ]);
   assert.equal(helper.runs(), 1, "the dry run did not run the helper");
 });
+
+/** The keys whose value a dry run shows as `<redacted>`, sorted. */
+function redactedKeys(stdout: string): string[] {
+  const keys = [...stdout.matchAll(/"([^"]+)": "<redacted>"/g)].map((m) =>
+    m[1]
+  );
+  assert.equal(
+    keys.length,
+    stdout.match(/<redacted>/g)?.length,
+    "every <redacted> is a key's whole value",
+  );
+  return keys.sort();
+}

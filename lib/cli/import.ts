@@ -4,7 +4,8 @@
  * into the encrypted store, never into a file. Never overwrites a service
  * or a stored secret, never modifies an agent's file, and ends by listing
  * where the agents' files still hold plaintext credentials (never the
- * values). The current folder's project files (a cloned repository's
+ * values), and which of the agents' own backups (Claude Code's
+ * `~/.claude/backups/`) hold the same values: listed, never edited. The current folder's project files (a cloned repository's
  * `.mcp.json`) are read only with `--project` or when named with `--from`.
  *
  * @module
@@ -35,6 +36,10 @@ import {
   projectConfigFiles,
   type SkippedEntry,
 } from "../import/agent_configs.ts";
+import {
+  agentBackupFiles,
+  backupsHoldingCredentials,
+} from "../import/agent_backups.ts";
 import {
   displayPath,
   type ImportPlan,
@@ -108,6 +113,7 @@ export async function importCommand(args: readonly string[]): Promise<number> {
     printLine("no MCP servers found in the agents' files");
   }
   printPlaintext(plan, shown);
+  printBackups(plan, { home, shown });
   return problems.length > 0 ? ExitCode.Config : 0;
 }
 
@@ -315,4 +321,26 @@ function printPlaintext(
   for (const found of plan.plaintext) {
     printLine(`  ${shown(found.path)}: ${found.keyPath}`);
   }
+}
+
+/**
+ * Names the agents' backup copies that hold a credential found in their
+ * files: removing the token from `~/.claude.json` leaves it in Claude's
+ * backups. Listed only; sherlock never edits or deletes them.
+ */
+function printBackups(
+  plan: ImportPlan,
+  options: { home: string | undefined; shown: (path: string) => string },
+) {
+  const { holding, problems } = backupsHoldingCredentials({
+    files: agentBackupFiles(options.home),
+    values: plan.plaintextValues,
+    maxBytes: MAX_AGENT_FILE_BYTES,
+  });
+  for (const problem of problems) printWarning(problem);
+  if (holding.length === 0) return;
+  printLine(
+    "these backups the agents keep of their files hold the same credentials (sherlock only lists them, never edits them; delete each once its credential is out of the file above):",
+  );
+  for (const path of holding) printLine(`  ${options.shown(path)}`);
 }

@@ -60,6 +60,11 @@ export interface ImportPlan {
   skipped: SkippedServer[];
   /** Every plaintext credential found in the files read. */
   plaintext: PlaintextCredential[];
+  /**
+   * The values of those credentials, to find the agents' backups that
+   * still hold them; never printed.
+   */
+  plaintextValues: string[];
 }
 
 /** What the text shows instead of a value in `--dry-run`. */
@@ -76,7 +81,12 @@ export function planImport(
   servers: readonly ImportedServer[],
   options: { existing: ReadonlySet<string>; home?: string },
 ): ImportPlan {
-  const plan: ImportPlan = { services: [], skipped: [], plaintext: [] };
+  const plan: ImportPlan = {
+    services: [],
+    skipped: [],
+    plaintext: [],
+    plaintextValues: [],
+  };
   const byName = new Map<
     string,
     { fingerprint: string; planned?: PlannedService }
@@ -85,6 +95,7 @@ export function planImport(
     const found = findCredentials(server);
     for (const credential of found) {
       plan.plaintext.push({ path: server.path, keyPath: credential.keyPath });
+      plan.plaintextValues.push(credential.value);
     }
     const fingerprint = JSON.stringify(server.server);
     let name = serviceName(server.name);

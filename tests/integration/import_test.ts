@@ -187,6 +187,43 @@ Deno.test("import: one services.d file per server, every token in the store and 
   assert.deepEqual(agents.hashes(), before);
 });
 
+Deno.test("import names Claude Code's backups of ~/.claude.json that still hold a token, never their contents, and leaves them as they are (issue 20, trap 10)", async () => {
+  await using agents = await agentHome();
+  const { home, tokens, files } = agents;
+  await home.login();
+  // As Claude Code writes them: a copy of ~/.claude.json named
+  // .claude.json.backup.<ms> in ~/.claude/backups/ (0600, like the file).
+  const backups = join(home.home, ".claude", "backups");
+  Deno.mkdirSync(backups, { recursive: true, mode: 0o700 });
+  const holding = join(backups, ".claude.json.backup.1764800000000");
+  Deno.copyFileSync(files.claude, holding);
+  Deno.chmodSync(holding, 0o600);
+  // An older copy from before any token was pasted: not named.
+  const clean = join(backups, ".claude.json.backup.1764700000000");
+  Deno.writeTextFileSync(clean, '{"numStartups": 1}\n', { mode: 0o600 });
+  // A FIFO there would block a plain read forever: one warning line.
+  const fifo = join(backups, ".claude.json.backup.fifo");
+  const made = await new Deno.Command("mkfifo", { args: [fifo] }).output();
+  assert.equal(made.code, 0);
+  const before = Deno.readTextFileSync(holding);
+  const result = await home.sherlock(["import"]);
+  assert.equal(result.code, 0, result.stderr);
+  assertNoToken(result.stdout + result.stderr, tokens);
+  const listed = result.stdout.slice(
+    result.stdout.indexOf("these backups the agents keep"),
+  ).split("\n").slice(1).filter((line) => line);
+  assert.deepEqual(listed, [
+    "  ~/.claude/backups/.claude.json.backup.1764800000000",
+  ]);
+  assert.match(result.stdout, /sherlock only lists them, never edits them/);
+  assert.match(
+    result.stderr,
+    /\.claude\.json\.backup\.fifo.*; not searched for credentials\n/,
+  );
+  assert.equal(Deno.readTextFileSync(holding), before);
+  assert.equal(Deno.statSync(clean).isFile, true);
+});
+
 Deno.test("import never overwrites a service of the same name, nor stores its secret", async () => {
   await using agents = await agentHome();
   const { home } = agents;

@@ -10,7 +10,7 @@
 
 import assert from "node:assert/strict";
 import { browserEnv, startAuthServer } from "../fixtures/oauth/mod.ts";
-import { startRemoteMcpServer } from "../fixtures/remote_mcp_server.ts";
+import { startProtectedServer } from "../helpers/protected_server.ts";
 import { createBrokerHome } from "../helpers/broker_home.ts";
 
 /** A title change ended by BEL, a CSI as ESC [ and as C1, a C1 NEL, CR. */
@@ -36,27 +36,9 @@ function assertInert(bytes: string, what: string): void {
 
 async function setup() {
   const as = await startAuthServer({ accessTokenTtlSeconds: 60 });
-  const late: { url?: string } = {};
-  /** What the protected-resource metadata says; the test changes it. */
-  const prm: { resource?: string; issuer?: string } = {};
-  const prmServer = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    () =>
-      Response.json({
-        resource: prm.resource ?? late.url,
-        authorization_servers: [prm.issuer ?? as.issuer],
-        scopes_supported: ["mcp:tools"],
-      }),
-  );
-  const remote = await startRemoteMcpServer({
-    resourceMetadataUrl: `http://127.0.0.1:${prmServer.addr.port}/prm`,
-    verify: (bearer) =>
-      as.verifyAccessToken(bearer, { resource: late.url! }).then(
-        () => true,
-        () => false,
-      ),
-  });
-  late.url = remote.url;
+  // `prm` is what the protected-resource metadata says; the test changes it.
+  const server = await startProtectedServer({ as });
+  const { remote, prm } = server;
   const home = await createBrokerHome();
   home.writeService(
     "remote",
@@ -69,8 +51,7 @@ async function setup() {
     prm,
     async [Symbol.asyncDispose]() {
       await home[Symbol.asyncDispose]();
-      await remote[Symbol.asyncDispose]();
-      await prmServer.shutdown();
+      await server[Symbol.asyncDispose]();
       await as[Symbol.asyncDispose]();
     },
   };

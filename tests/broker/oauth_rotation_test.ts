@@ -16,11 +16,11 @@ import {
   browserEnv,
   startAuthServer,
 } from "../fixtures/oauth/mod.ts";
+import { type RemoteMcpServer, sha256 } from "../fixtures/remote_mcp_server.ts";
 import {
-  type RemoteMcpServer,
-  sha256,
-  startRemoteMcpServer,
-} from "../fixtures/remote_mcp_server.ts";
+  callRemote,
+  startProtectedServer,
+} from "../helpers/protected_server.ts";
 import {
   AGENT,
   type BrokerHome,
@@ -49,25 +49,8 @@ interface Setup extends AsyncDisposable {
 /** An AS, a remote MCP server it protects, and a logged-in broker home. */
 async function setup(): Promise<Setup> {
   const as = await startAuthServer({ accessTokenTtlSeconds: 60 });
-  const late: { remote?: RemoteMcpServer } = {};
-  const prm = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    () =>
-      Response.json({
-        resource: late.remote?.url,
-        authorization_servers: [as.issuer],
-        scopes_supported: ["mcp:tools"],
-      }),
-  );
-  const remote = await startRemoteMcpServer({
-    resourceMetadataUrl: `http://127.0.0.1:${prm.addr.port}/prm`,
-    verify: (bearer) =>
-      as.verifyAccessToken(bearer, { resource: late.remote!.url }).then(
-        () => true,
-        () => false,
-      ),
-  });
-  late.remote = remote;
+  const server = await startProtectedServer({ as });
+  const { remote } = server;
   const home = await createBrokerHome();
   home.writeService(
     "remote",
@@ -80,8 +63,7 @@ async function setup(): Promise<Setup> {
     home,
     async [Symbol.asyncDispose]() {
       await home[Symbol.asyncDispose]();
-      await remote[Symbol.asyncDispose]();
-      await prm.shutdown();
+      await server[Symbol.asyncDispose]();
       await as[Symbol.asyncDispose]();
     },
   };
@@ -128,30 +110,6 @@ async function session(socket: string): Promise<string> {
     pid: Deno.pid,
   });
   return capability;
-}
-
-/** The remote server's answer to an `initialize` with `token`. */
-async function callRemote(url: string, token: string): Promise<number> {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: {
-      Authorization: `Bearer ${token}`,
-      "Content-Type": "application/json",
-      Accept: "application/json, text/event-stream",
-    },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: {
-        protocolVersion: "2025-11-25",
-        capabilities: {},
-        clientInfo: { name: "test", version: "0" },
-      },
-    }),
-  });
-  await response.body?.cancel();
-  return response.status;
 }
 
 /** Whether the daemon of `sherlock` says the grant of "remote" is alive. */

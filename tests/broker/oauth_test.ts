@@ -21,8 +21,11 @@ import {
   type RemoteMcpServer,
   type RemoteMcpServerOptions,
   sha256,
-  startRemoteMcpServer,
 } from "../fixtures/remote_mcp_server.ts";
+import {
+  callRemote,
+  startProtectedServer,
+} from "../helpers/protected_server.ts";
 import {
   AGENT,
   auditEntries,
@@ -56,28 +59,14 @@ async function setup(
   scopesSupported: string[] = ["mcp:tools"],
 ): Promise<Setup> {
   const as = await startAuthServer({ accessTokenTtlSeconds: 2, ...options });
-  const late: { remote?: RemoteMcpServer } = {};
-  // The protected-resource metadata (RFC 9728), read at request time: the
+  // The protected-resource metadata (RFC 9728) is read at request time: the
   // issuer changes with changeIssuer().
-  const prm = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    () =>
-      Response.json({
-        resource: late.remote?.url,
-        authorization_servers: [as.issuer],
-        scopes_supported: scopesSupported,
-      }),
-  );
-  const remote = await startRemoteMcpServer({
-    ...remoteOptions,
-    resourceMetadataUrl: `http://127.0.0.1:${prm.addr.port}/prm`,
-    verify: (bearer) =>
-      as.verifyAccessToken(bearer, { resource: late.remote!.url }).then(
-        () => true,
-        () => false,
-      ),
+  const server = await startProtectedServer({
+    as,
+    remote: remoteOptions,
+    scopesSupported,
   });
-  late.remote = remote;
+  const { remote } = server;
   const home = await createBrokerHome();
   const extra = Object.entries(token).map(([key, value]) =>
     `${key} = ${JSON.stringify(value)}`
@@ -93,8 +82,7 @@ async function setup(
     home,
     async [Symbol.asyncDispose]() {
       await home[Symbol.asyncDispose]();
-      await remote[Symbol.asyncDispose]();
-      await prm.shutdown();
+      await server[Symbol.asyncDispose]();
       await as[Symbol.asyncDispose]();
     },
   };
@@ -154,29 +142,6 @@ async function startBridge(
   assert.ok((await bridge.receive()).result);
   await bridge.send({ jsonrpc: "2.0", method: "notifications/initialized" });
   return bridge;
-}
-
-async function callRemote(url: string, token: string): Promise<number> {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: {
-      Authorization: `Bearer ${token}`,
-      "Content-Type": "application/json",
-      Accept: "application/json, text/event-stream",
-    },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: {
-        protocolVersion: "2025-11-25",
-        capabilities: {},
-        clientInfo: { name: "test", version: "0" },
-      },
-    }),
-  });
-  await response.body?.cancel();
-  return response.status;
 }
 
 Deno.test("sherlock auth, tokens across expiries, one refresh per burst, a dead grant", async () => {

@@ -13,6 +13,7 @@ import {
   type RemoteMcpServerOptions,
   startRemoteMcpServer,
 } from "../fixtures/remote_mcp_server.ts";
+import { INITIALIZE } from "./raw_bridge.ts";
 
 /** What the protected-resource metadata says; a test may change it. */
 export interface ProtectedResourceMetadata {
@@ -83,16 +84,7 @@ export async function callRemote(url: string, token: string): Promise<number> {
       "Content-Type": "application/json",
       Accept: "application/json, text/event-stream",
     },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: {
-        protocolVersion: "2025-11-25",
-        capabilities: {},
-        clientInfo: { name: "test", version: "0" },
-      },
-    }),
+    body: JSON.stringify(INITIALIZE),
   });
   await response.body?.cancel();
   return response.status;

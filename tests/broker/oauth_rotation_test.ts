@@ -11,22 +11,11 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import {
-  type AuthServer,
-  browserEnv,
-  startAuthServer,
-} from "../fixtures/oauth/mod.ts";
-import { type RemoteMcpServer, sha256 } from "../fixtures/remote_mcp_server.ts";
-import {
-  callRemote,
-  startProtectedServer,
-} from "../helpers/protected_server.ts";
-import {
-  AGENT,
-  type BrokerHome,
-  createBrokerHome,
-  PASSPHRASE,
-} from "../helpers/broker_home.ts";
+import { browserEnv } from "../fixtures/oauth/mod.ts";
+import { sha256 } from "../fixtures/remote_mcp_server.ts";
+import { callRemote } from "../helpers/protected_server.ts";
+import { createOAuthHome, type OAuthHome } from "../helpers/oauth_home.ts";
+import { AGENT, type BrokerHome, PASSPHRASE } from "../helpers/broker_home.ts";
 import { brokerDaemonPids } from "../helpers/daemon_processes.ts";
 import { runSherlock, type SherlockResult } from "../helpers/sherlock.ts";
 import { waitUntil } from "../helpers/wait.ts";
@@ -40,33 +29,9 @@ import { ExitCode, SherlockError } from "../../lib/errors.ts";
 /** The uid of nobody: a data folder it owns is not the daemon's to write. */
 const NOBODY = 65534;
 
-interface Setup extends AsyncDisposable {
-  as: AuthServer;
-  remote: RemoteMcpServer;
-  home: BrokerHome;
-}
-
 /** An AS, a remote MCP server it protects, and a logged-in broker home. */
-async function setup(): Promise<Setup> {
-  const as = await startAuthServer({ accessTokenTtlSeconds: 60 });
-  const server = await startProtectedServer({ as });
-  const { remote } = server;
-  const home = await createBrokerHome();
-  home.writeService(
-    "remote",
-    `[service]\nname = "remote"\n[server]\nurl = "${remote.url}"\n[token]\nsource = "oauth"\n`,
-  );
-  await home.login();
-  return {
-    as,
-    remote,
-    home,
-    async [Symbol.asyncDispose]() {
-      await home[Symbol.asyncDispose]();
-      await server[Symbol.asyncDispose]();
-      await as[Symbol.asyncDispose]();
-    },
-  };
+function setup(): Promise<OAuthHome> {
+  return createOAuthHome({ authServer: { accessTokenTtlSeconds: 60 } });
 }
 
 /** A second daemon of `home`: its own runtime folder, the same store. */

@@ -18,14 +18,11 @@ import {
 } from "../fixtures/oauth/mod.ts";
 import { openedUrl } from "../fixtures/oauth/browser.ts";
 import {
-  type RemoteMcpServer,
   type RemoteMcpServerOptions,
   sha256,
 } from "../fixtures/remote_mcp_server.ts";
-import {
-  callRemote,
-  startProtectedServer,
-} from "../helpers/protected_server.ts";
+import { callRemote } from "../helpers/protected_server.ts";
+import { createOAuthHome, type OAuthHome } from "../helpers/oauth_home.ts";
 import {
   AGENT,
   auditEntries,
@@ -46,46 +43,21 @@ import { filesContaining } from "../helpers/leaks.ts";
 import { sh } from "../helpers/shell.ts";
 import { runSherlockOnPty } from "../helpers/terminal.ts";
 
-interface Setup extends AsyncDisposable {
-  as: AuthServer;
-  remote: RemoteMcpServer;
-  home: BrokerHome;
-}
-
-async function setup(
+/** The AS's tokens live 2 s unless `options` says otherwise. */
+function setup(
   options: AuthServerOptions = {},
   token: Record<string, unknown> = {},
   remoteOptions: RemoteMcpServerOptions = {},
   scopesSupported: string[] = ["mcp:tools"],
-): Promise<Setup> {
-  const as = await startAuthServer({ accessTokenTtlSeconds: 2, ...options });
+): Promise<OAuthHome> {
   // The protected-resource metadata (RFC 9728) is read at request time: the
   // issuer changes with changeIssuer().
-  const server = await startProtectedServer({
-    as,
+  return createOAuthHome({
+    authServer: { accessTokenTtlSeconds: 2, ...options },
+    token,
     remote: remoteOptions,
     scopesSupported,
   });
-  const { remote } = server;
-  const home = await createBrokerHome();
-  const extra = Object.entries(token).map(([key, value]) =>
-    `${key} = ${JSON.stringify(value)}`
-  ).join("\n");
-  home.writeService(
-    "remote",
-    `[service]\nname = "remote"\n[server]\nurl = "${remote.url}"\n[token]\nsource = "oauth"\n${extra}\n`,
-  );
-  await home.login();
-  return {
-    as,
-    remote,
-    home,
-    async [Symbol.asyncDispose]() {
-      await home[Symbol.asyncDispose]();
-      await server[Symbol.asyncDispose]();
-      await as[Symbol.asyncDispose]();
-    },
-  };
 }
 
 async function authorize(home: BrokerHome, log?: string) {

@@ -30,7 +30,6 @@ import { INITIALIZE, startRawBridge } from "../helpers/raw_bridge.ts";
 import { fetchToken, registerSession } from "../../lib/broker/client.ts";
 import { CAPABILITY_ENV } from "../../lib/render/servers.ts";
 import { SherlockError } from "../../lib/errors.ts";
-import { join } from "node:path";
 
 const LOGIN_CLIENT = "sherlock-cli";
 /** The client id the provider names in ID-JAGs for the MCP server's AS. */
@@ -79,9 +78,7 @@ async function setup(
   const server = await startProtectedServer({ as });
   const { remote } = server;
   const home = await createBrokerHome();
-  Deno.mkdirSync(join(home.configHome, "sherlock"), { recursive: true });
-  Deno.writeTextFileSync(
-    join(home.configHome, "sherlock", "config.toml"),
+  home.writeConfig(
     `[login]\nprovider = "oidc"\nissuer = "${provider.issuer}"\nclient_id = "${LOGIN_CLIENT}"\n`,
   );
   home.writeService(

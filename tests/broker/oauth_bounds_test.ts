@@ -328,9 +328,7 @@ Deno.test("SSO login: a provider's token endpoint that redirects elsewhere gets 
     });
   });
   await using home = await createBrokerHome();
-  Deno.mkdirSync(join(home.configHome, "sherlock"), { recursive: true });
-  Deno.writeTextFileSync(
-    join(home.configHome, "sherlock", "config.toml"),
+  home.writeConfig(
     `[login]\nprovider = "oidc"\nissuer = "${provider.url}"\nclient_id = "sherlock-cli"\n`,
   );
   const path = join(home.work, "workload.jwt");

@@ -8,7 +8,6 @@
  */
 
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { browserEnv, startAuthServer } from "../fixtures/oauth/mod.ts";
 import { createBrokerHome, PASSPHRASE } from "../helpers/broker_home.ts";
 import { startProtectedServer } from "../helpers/protected_server.ts";
@@ -27,9 +26,7 @@ Deno.test("logged in by SSO with the local store locked: services, doctor, servi
   await using server = await startProtectedServer({ as });
   const { remote } = server;
   await using home = await createBrokerHome();
-  Deno.mkdirSync(join(home.configHome, "sherlock"), { recursive: true });
-  Deno.writeTextFileSync(
-    join(home.configHome, "sherlock", "config.toml"),
+  home.writeConfig(
     `[login]\nprovider = "oidc"\nissuer = "${as.issuer}"\nclient_id = "${CLIENT_ID}"\n`,
   );
   home.writeService(

@@ -17,10 +17,8 @@ import {
   ID_JAG_TOKEN_TYPE,
   startAuthServer,
 } from "../fixtures/oauth/mod.ts";
-import {
-  type RemoteMcpServer,
-  startRemoteMcpServer,
-} from "../fixtures/remote_mcp_server.ts";
+import type { RemoteMcpServer } from "../fixtures/remote_mcp_server.ts";
+import { startProtectedServer } from "../helpers/protected_server.ts";
 import {
   AGENT,
   type BrokerHome,
@@ -32,7 +30,6 @@ import { INITIALIZE, startRawBridge } from "../helpers/raw_bridge.ts";
 import { fetchToken, registerSession } from "../../lib/broker/client.ts";
 import { CAPABILITY_ENV } from "../../lib/render/servers.ts";
 import { SherlockError } from "../../lib/errors.ts";
-import { join } from "node:path";
 
 const LOGIN_CLIENT = "sherlock-cli";
 /** The client id the provider names in ID-JAGs for the MCP server's AS. */
@@ -78,29 +75,10 @@ async function setup(
   });
   clientIds[as.issuer] = EMA_CLIENT;
   audiences.push(as.issuer);
-  const late: { remote?: RemoteMcpServer } = {};
-  const prm = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    () =>
-      Response.json({
-        resource: late.remote?.url,
-        authorization_servers: [as.issuer],
-        scopes_supported: ["mcp:tools"],
-      }),
-  );
-  const remote = await startRemoteMcpServer({
-    resourceMetadataUrl: `http://127.0.0.1:${prm.addr.port}/prm`,
-    verify: (bearer) =>
-      as.verifyAccessToken(bearer, { resource: late.remote!.url }).then(
-        () => true,
-        () => false,
-      ),
-  });
-  late.remote = remote;
+  const server = await startProtectedServer({ as });
+  const { remote } = server;
   const home = await createBrokerHome();
-  Deno.mkdirSync(join(home.configHome, "sherlock"), { recursive: true });
-  Deno.writeTextFileSync(
-    join(home.configHome, "sherlock", "config.toml"),
+  home.writeConfig(
     `[login]\nprovider = "oidc"\nissuer = "${provider.issuer}"\nclient_id = "${LOGIN_CLIENT}"\n`,
   );
   home.writeService(
@@ -119,8 +97,7 @@ async function setup(
     audiences,
     async [Symbol.asyncDispose]() {
       await home[Symbol.asyncDispose]();
-      await remote[Symbol.asyncDispose]();
-      await prm.shutdown();
+      await server[Symbol.asyncDispose]();
       await as[Symbol.asyncDispose]();
       await provider[Symbol.asyncDispose]();
     },

@@ -7,7 +7,6 @@
  */
 
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { browserEnv, startAuthServer } from "../fixtures/oauth/mod.ts";
 import { createBrokerHome } from "../helpers/broker_home.ts";
 
@@ -23,9 +22,7 @@ Deno.test("exchange readiness: services and doctor see the SSO login, not a miss
     }],
   });
   await using home = await createBrokerHome();
-  Deno.mkdirSync(join(home.configHome, "sherlock"), { recursive: true });
-  Deno.writeTextFileSync(
-    join(home.configHome, "sherlock", "config.toml"),
+  home.writeConfig(
     `[login]\nprovider = "oidc"\nissuer = "${as.issuer}"\nclient_id = "${CLIENT_ID}"\n`,
   );
   // 127.0.0.1 resolves offline: the server column is not what is tested.

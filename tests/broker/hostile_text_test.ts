@@ -9,9 +9,8 @@
  */
 
 import assert from "node:assert/strict";
-import { browserEnv, startAuthServer } from "../fixtures/oauth/mod.ts";
-import { startRemoteMcpServer } from "../fixtures/remote_mcp_server.ts";
-import { createBrokerHome } from "../helpers/broker_home.ts";
+import { browserEnv } from "../fixtures/oauth/mod.ts";
+import { createOAuthHome, type OAuthHome } from "../helpers/oauth_home.ts";
 
 /** A title change ended by BEL, a CSI as ESC [ and as C1, a C1 NEL, CR. */
 const HOSTILE = "x\x1b]0;pwned\x07\x1b[2J\x9b31m\x85\rz";
@@ -34,46 +33,9 @@ function assertInert(bytes: string, what: string): void {
   }
 }
 
-async function setup() {
-  const as = await startAuthServer({ accessTokenTtlSeconds: 60 });
-  const late: { url?: string } = {};
-  /** What the protected-resource metadata says; the test changes it. */
-  const prm: { resource?: string; issuer?: string } = {};
-  const prmServer = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    () =>
-      Response.json({
-        resource: prm.resource ?? late.url,
-        authorization_servers: [prm.issuer ?? as.issuer],
-        scopes_supported: ["mcp:tools"],
-      }),
-  );
-  const remote = await startRemoteMcpServer({
-    resourceMetadataUrl: `http://127.0.0.1:${prmServer.addr.port}/prm`,
-    verify: (bearer) =>
-      as.verifyAccessToken(bearer, { resource: late.url! }).then(
-        () => true,
-        () => false,
-      ),
-  });
-  late.url = remote.url;
-  const home = await createBrokerHome();
-  home.writeService(
-    "remote",
-    `[service]\nname = "remote"\n[server]\nurl = "${remote.url}"\n[token]\nsource = "oauth"\n`,
-  );
-  await home.login();
-  return {
-    as,
-    home,
-    prm,
-    async [Symbol.asyncDispose]() {
-      await home[Symbol.asyncDispose]();
-      await remote[Symbol.asyncDispose]();
-      await prmServer.shutdown();
-      await as[Symbol.asyncDispose]();
-    },
-  };
+/** `prm` is what the protected-resource metadata says; the test changes it. */
+function setup(): Promise<OAuthHome> {
+  return createOAuthHome({ authServer: { accessTokenTtlSeconds: 60 } });
 }
 
 Deno.test("sherlock auth and auth status: an AS's or resource's words with ESC, BEL, C1 reach the terminal escaped", async (t) => {

@@ -9,11 +9,7 @@
  */
 
 import assert from "node:assert/strict";
-import {
-  type AuthServer,
-  browserEnv,
-  startAuthServer,
-} from "../fixtures/oauth/mod.ts";
+import { type AuthServer, browserEnv } from "../fixtures/oauth/mod.ts";
 import {
   type RemoteMcpServer,
   startRemoteMcpServer,
@@ -23,6 +19,7 @@ import {
   type BrokerHome,
   createBrokerHome,
 } from "../helpers/broker_home.ts";
+import { createOAuthHome } from "../helpers/oauth_home.ts";
 import {
   registerSession,
   reportScopeChallenge,
@@ -59,9 +56,55 @@ function misbehaving(answer: (url: URL, base: string) => Response) {
   };
 }
 
+/** Another origin a redirect points at; it answers as a token endpoint. */
+function otherOrigin() {
+  return misbehaving(() =>
+    Response.json({ access_token: "stolen", token_type: "Bearer" })
+  );
+}
+
+/** An AS's RFC 8414 metadata at `base` (PKCE S256) with `more` endpoints. */
+function asMetadata(base: string, more: Record<string, string>): Response {
+  return Response.json({
+    issuer: base,
+    authorization_endpoint: `${base}/authorize`,
+    token_endpoint: `${base}/token`,
+    ...more,
+    code_challenge_methods_supported: ["S256"],
+  });
+}
+
+/**
+ * A remote MCP server that takes no token, its protected-resource metadata
+ * (served by `misbehaving`) naming `issuer` as its authorization server.
+ */
+async function refusingRemote(
+  issuer: string,
+): Promise<{ url: string } & AsyncDisposable> {
+  const late: { remote?: RemoteMcpServer } = {};
+  const prm = misbehaving(() =>
+    Response.json({
+      resource: late.remote!.url,
+      authorization_servers: [issuer],
+    })
+  );
+  const remote = await startRemoteMcpServer({
+    resourceMetadataUrl: `${prm.url}/prm`,
+    verify: () => Promise.resolve(false),
+  });
+  late.remote = remote;
+  return {
+    url: remote.url,
+    async [Symbol.asyncDispose]() {
+      await remote[Symbol.asyncDispose]();
+      await prm[Symbol.asyncDispose]();
+    },
+  };
+}
+
 /** A home with service "remote" at `remote` (`token`: more `[token]` lines). */
 async function homeWith(
-  remote: RemoteMcpServer,
+  remote: { url: string },
   token = "",
 ): Promise<BrokerHome> {
   const home = await createBrokerHome();
@@ -85,18 +128,7 @@ function assertOneLine(
 
 Deno.test("discovery: no authorization server, no metadata URL other than https (or loopback http)", async (t) => {
   await t.step("authorization_servers names an http server", async () => {
-    const late: { remote?: RemoteMcpServer } = {};
-    await using prm = misbehaving(() =>
-      Response.json({
-        resource: late.remote!.url,
-        authorization_servers: ["http://as.example.com"],
-      })
-    );
-    await using remote = await startRemoteMcpServer({
-      resourceMetadataUrl: `${prm.url}/prm`,
-      verify: () => Promise.resolve(false),
-    });
-    late.remote = remote;
+    await using remote = await refusingRemote("http://as.example.com");
     await using home = await homeWith(remote);
     const result = await home.sherlock(["auth", "remote"], {
       env: browserEnv(),
@@ -150,17 +182,11 @@ Deno.test("discovery: no authorization server, no metadata URL other than https 
 });
 
 Deno.test("a token endpoint's 307 to another origin: the device code is not re-sent there", async () => {
-  await using collector = misbehaving(() =>
-    Response.json({ access_token: "stolen", token_type: "Bearer" })
-  );
+  await using collector = otherOrigin();
   await using as = misbehaving((url, base) => {
     if (url.pathname.startsWith("/.well-known/")) {
-      return Response.json({
-        issuer: base,
-        authorization_endpoint: `${base}/authorize`,
-        token_endpoint: `${base}/token`,
+      return asMetadata(base, {
         device_authorization_endpoint: `${base}/device`,
-        code_challenge_methods_supported: ["S256"],
       });
     }
     if (url.pathname === "/device") {
@@ -178,18 +204,7 @@ Deno.test("a token endpoint's 307 to another origin: the device code is not re-s
       headers: { location: `${collector.url}/token` },
     });
   });
-  const late: { remote?: RemoteMcpServer } = {};
-  await using prm = misbehaving(() =>
-    Response.json({
-      resource: late.remote!.url,
-      authorization_servers: [as.url],
-    })
-  );
-  await using remote = await startRemoteMcpServer({
-    resourceMetadataUrl: `${prm.url}/prm`,
-    verify: () => Promise.resolve(false),
-  });
-  late.remote = remote;
+  await using remote = await refusingRemote(as.url);
   await using home = await homeWith(remote, `client_id = "fixed-client"`);
   const running = startSherlock(["auth", "--device", "remote"], {
     env: home.env,
@@ -221,25 +236,10 @@ function requestedScopes(as: AuthServer): string[][] {
 
 Deno.test("step-up: a server that keeps asking grows the grant only so far; the next authorization asks only what the AS lists", async () => {
   // The AS lists mcp:tools and mcp:admin; the remote server asks for more.
-  await using as = await startAuthServer({ accessTokenTtlSeconds: 60 });
-  const late: { remote?: RemoteMcpServer } = {};
-  await using prm = misbehaving(() =>
-    Response.json({
-      resource: late.remote!.url,
-      authorization_servers: [as.issuer],
-      scopes_supported: ["mcp:tools"],
-    })
-  );
-  await using remote = await startRemoteMcpServer({
-    resourceMetadataUrl: `${prm.url}/prm`,
-    verify: (bearer) =>
-      as.verifyAccessToken(bearer, { resource: late.remote!.url }).then(
-        () => true,
-        () => false,
-      ),
+  await using s = await createOAuthHome({
+    authServer: { accessTokenTtlSeconds: 60 },
   });
-  late.remote = remote;
-  await using home = await homeWith(remote);
+  const { as, home } = s;
   const first = await home.sherlock(["auth", "remote"], { env: browserEnv() });
   assert.equal(first.code, 0, first.stderr);
   const { capability } = await registerSession({
@@ -317,18 +317,10 @@ Deno.test("step-up: a server that keeps asking grows the grant only so far; the 
 });
 
 Deno.test("SSO login: a provider's token endpoint that redirects elsewhere gets the workload token once, the other origin never", async () => {
-  await using collector = misbehaving(() =>
-    Response.json({ access_token: "stolen", token_type: "Bearer" })
-  );
+  await using collector = otherOrigin();
   await using provider = misbehaving((url, base) => {
     if (url.pathname.startsWith("/.well-known/")) {
-      return Response.json({
-        issuer: base,
-        authorization_endpoint: `${base}/authorize`,
-        token_endpoint: `${base}/token`,
-        jwks_uri: `${base}/jwks`,
-        code_challenge_methods_supported: ["S256"],
-      });
+      return asMetadata(base, { jwks_uri: `${base}/jwks` });
     }
     return new Response(null, {
       status: 308,
@@ -336,9 +328,7 @@ Deno.test("SSO login: a provider's token endpoint that redirects elsewhere gets 
     });
   });
   await using home = await createBrokerHome();
-  Deno.mkdirSync(join(home.configHome, "sherlock"), { recursive: true });
-  Deno.writeTextFileSync(
-    join(home.configHome, "sherlock", "config.toml"),
+  home.writeConfig(
     `[login]\nprovider = "oidc"\nissuer = "${provider.url}"\nclient_id = "sherlock-cli"\n`,
   );
   const path = join(home.work, "workload.jwt");

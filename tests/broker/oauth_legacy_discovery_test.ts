@@ -12,6 +12,7 @@
 import assert from "node:assert/strict";
 import { browserEnv } from "../fixtures/oauth/mod.ts";
 import { type BrokerHome, createBrokerHome } from "../helpers/broker_home.ts";
+import type { SherlockResult } from "../helpers/sherlock.ts";
 
 /** The access token the legacy server issues (searched for in output). */
 const ACCESS_TOKEN = "legacy-access-token-0123456789abcdefghijklmnop";
@@ -117,6 +118,11 @@ async function homeFor(serverUrl: string): Promise<BrokerHome> {
   return home;
 }
 
+/** `sherlock auth legacy` in `home`, its browser the fixture's headless one. */
+function authorize(home: BrokerHome): Promise<SherlockResult> {
+  return home.sherlock(["auth", "legacy"], { env: browserEnv() });
+}
+
 /** The one request to `path` (with `method`); fails unless exactly one. */
 function only(seen: Seen[], method: string, path: string): Seen {
   const found = seen.filter((s) => s.method === method && s.path === path);
@@ -144,9 +150,7 @@ function assertCodeFlow(
 Deno.test("2025-03-26 server: its origin's RFC 8414 metadata stands in for the missing protected-resource metadata", async () => {
   await using server = legacyServer({ metadata: oauthMetadata });
   await using home = await homeFor(server.url);
-  const result = await home.sherlock(["auth", "legacy"], {
-    env: browserEnv(),
-  });
+  const result = await authorize(home);
   assert.equal(result.code, 0, result.stderr);
   assert.match(
     result.stderr,
@@ -172,9 +176,7 @@ Deno.test("2025-03-26 server with OpenID discovery only: its origin's openid-con
     metadataPath: "/.well-known/openid-configuration",
   });
   await using home = await homeFor(server.url);
-  const result = await home.sherlock(["auth", "legacy"], {
-    env: browserEnv(),
-  });
+  const result = await authorize(home);
   assert.equal(result.code, 0, result.stderr);
   assert.match(
     result.stderr,
@@ -188,9 +190,7 @@ Deno.test("2025-03-26 server with OpenID discovery only: its origin's openid-con
 Deno.test("2025-03-26 server without any metadata: the default /authorize, /token, /register at its origin", async () => {
   await using server = legacyServer({});
   await using home = await homeFor(server.url);
-  const result = await home.sherlock(["auth", "legacy"], {
-    env: browserEnv(),
-  });
+  const result = await authorize(home);
   assert.equal(result.code, 0, result.stderr);
   assert.match(
     result.stderr,
@@ -213,9 +213,7 @@ Deno.test("2025-03-26 server: no guessing past what its origin answers", async (
       }),
     });
     await using home = await homeFor(server.url);
-    const result = await home.sherlock(["auth", "legacy"], {
-      env: browserEnv(),
-    });
+    const result = await authorize(home);
     assert.equal(result.code, 69, result.stderr);
     assert.match(result.stderr, /^sherlock: [^\n]+\n$/);
     assert.match(
@@ -227,9 +225,7 @@ Deno.test("2025-03-26 server: no guessing past what its origin answers", async (
   await t.step("the metadata URL answers 500, not 404", async () => {
     await using server = legacyServer({ metadataStatus: 500 });
     await using home = await homeFor(server.url);
-    const result = await home.sherlock(["auth", "legacy"], {
-      env: browserEnv(),
-    });
+    const result = await authorize(home);
     assert.equal(result.code, 69, result.stderr);
     assert.match(result.stderr, /^sherlock: [^\n]+\n$/);
     assert.match(result.stderr, /answered 500, not its metadata nor 404/);

@@ -11,22 +11,11 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import {
-  type AuthServer,
-  browserEnv,
-  startAuthServer,
-} from "../fixtures/oauth/mod.ts";
-import {
-  type RemoteMcpServer,
-  sha256,
-  startRemoteMcpServer,
-} from "../fixtures/remote_mcp_server.ts";
-import {
-  AGENT,
-  type BrokerHome,
-  createBrokerHome,
-  PASSPHRASE,
-} from "../helpers/broker_home.ts";
+import { browserEnv } from "../fixtures/oauth/mod.ts";
+import { sha256 } from "../fixtures/remote_mcp_server.ts";
+import { callRemote } from "../helpers/protected_server.ts";
+import { createOAuthHome, type OAuthHome } from "../helpers/oauth_home.ts";
+import { AGENT, type BrokerHome, PASSPHRASE } from "../helpers/broker_home.ts";
 import { brokerDaemonPids } from "../helpers/daemon_processes.ts";
 import { runSherlock, type SherlockResult } from "../helpers/sherlock.ts";
 import { waitUntil } from "../helpers/wait.ts";
@@ -40,51 +29,9 @@ import { ExitCode, SherlockError } from "../../lib/errors.ts";
 /** The uid of nobody: a data folder it owns is not the daemon's to write. */
 const NOBODY = 65534;
 
-interface Setup extends AsyncDisposable {
-  as: AuthServer;
-  remote: RemoteMcpServer;
-  home: BrokerHome;
-}
-
 /** An AS, a remote MCP server it protects, and a logged-in broker home. */
-async function setup(): Promise<Setup> {
-  const as = await startAuthServer({ accessTokenTtlSeconds: 60 });
-  const late: { remote?: RemoteMcpServer } = {};
-  const prm = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    () =>
-      Response.json({
-        resource: late.remote?.url,
-        authorization_servers: [as.issuer],
-        scopes_supported: ["mcp:tools"],
-      }),
-  );
-  const remote = await startRemoteMcpServer({
-    resourceMetadataUrl: `http://127.0.0.1:${prm.addr.port}/prm`,
-    verify: (bearer) =>
-      as.verifyAccessToken(bearer, { resource: late.remote!.url }).then(
-        () => true,
-        () => false,
-      ),
-  });
-  late.remote = remote;
-  const home = await createBrokerHome();
-  home.writeService(
-    "remote",
-    `[service]\nname = "remote"\n[server]\nurl = "${remote.url}"\n[token]\nsource = "oauth"\n`,
-  );
-  await home.login();
-  return {
-    as,
-    remote,
-    home,
-    async [Symbol.asyncDispose]() {
-      await home[Symbol.asyncDispose]();
-      await remote[Symbol.asyncDispose]();
-      await prm.shutdown();
-      await as[Symbol.asyncDispose]();
-    },
-  };
+function setup(): Promise<OAuthHome> {
+  return createOAuthHome({ authServer: { accessTokenTtlSeconds: 60 } });
 }
 
 /** A second daemon of `home`: its own runtime folder, the same store. */
@@ -128,30 +75,6 @@ async function session(socket: string): Promise<string> {
     pid: Deno.pid,
   });
   return capability;
-}
-
-/** The remote server's answer to an `initialize` with `token`. */
-async function callRemote(url: string, token: string): Promise<number> {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: {
-      Authorization: `Bearer ${token}`,
-      "Content-Type": "application/json",
-      Accept: "application/json, text/event-stream",
-    },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: {
-        protocolVersion: "2025-11-25",
-        capabilities: {},
-        clientInfo: { name: "test", version: "0" },
-      },
-    }),
-  });
-  await response.body?.cancel();
-  return response.status;
 }
 
 /** Whether the daemon of `sherlock` says the grant of "remote" is alive. */

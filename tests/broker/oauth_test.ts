@@ -18,11 +18,11 @@ import {
 } from "../fixtures/oauth/mod.ts";
 import { openedUrl } from "../fixtures/oauth/browser.ts";
 import {
-  type RemoteMcpServer,
   type RemoteMcpServerOptions,
   sha256,
-  startRemoteMcpServer,
 } from "../fixtures/remote_mcp_server.ts";
+import { callRemote } from "../helpers/protected_server.ts";
+import { createOAuthHome, type OAuthHome } from "../helpers/oauth_home.ts";
 import {
   AGENT,
   auditEntries,
@@ -43,61 +43,21 @@ import { filesContaining } from "../helpers/leaks.ts";
 import { sh } from "../helpers/shell.ts";
 import { runSherlockOnPty } from "../helpers/terminal.ts";
 
-interface Setup extends AsyncDisposable {
-  as: AuthServer;
-  remote: RemoteMcpServer;
-  home: BrokerHome;
-}
-
-async function setup(
+/** The AS's tokens live 2 s unless `options` says otherwise. */
+function setup(
   options: AuthServerOptions = {},
   token: Record<string, unknown> = {},
   remoteOptions: RemoteMcpServerOptions = {},
   scopesSupported: string[] = ["mcp:tools"],
-): Promise<Setup> {
-  const as = await startAuthServer({ accessTokenTtlSeconds: 2, ...options });
-  const late: { remote?: RemoteMcpServer } = {};
-  // The protected-resource metadata (RFC 9728), read at request time: the
+): Promise<OAuthHome> {
+  // The protected-resource metadata (RFC 9728) is read at request time: the
   // issuer changes with changeIssuer().
-  const prm = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    () =>
-      Response.json({
-        resource: late.remote?.url,
-        authorization_servers: [as.issuer],
-        scopes_supported: scopesSupported,
-      }),
-  );
-  const remote = await startRemoteMcpServer({
-    ...remoteOptions,
-    resourceMetadataUrl: `http://127.0.0.1:${prm.addr.port}/prm`,
-    verify: (bearer) =>
-      as.verifyAccessToken(bearer, { resource: late.remote!.url }).then(
-        () => true,
-        () => false,
-      ),
+  return createOAuthHome({
+    authServer: { accessTokenTtlSeconds: 2, ...options },
+    token,
+    remote: remoteOptions,
+    scopesSupported,
   });
-  late.remote = remote;
-  const home = await createBrokerHome();
-  const extra = Object.entries(token).map(([key, value]) =>
-    `${key} = ${JSON.stringify(value)}`
-  ).join("\n");
-  home.writeService(
-    "remote",
-    `[service]\nname = "remote"\n[server]\nurl = "${remote.url}"\n[token]\nsource = "oauth"\n${extra}\n`,
-  );
-  await home.login();
-  return {
-    as,
-    remote,
-    home,
-    async [Symbol.asyncDispose]() {
-      await home[Symbol.asyncDispose]();
-      await remote[Symbol.asyncDispose]();
-      await prm.shutdown();
-      await as[Symbol.asyncDispose]();
-    },
-  };
 }
 
 async function authorize(home: BrokerHome, log?: string) {
@@ -154,29 +114,6 @@ async function startBridge(
   assert.ok((await bridge.receive()).result);
   await bridge.send({ jsonrpc: "2.0", method: "notifications/initialized" });
   return bridge;
-}
-
-async function callRemote(url: string, token: string): Promise<number> {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: {
-      Authorization: `Bearer ${token}`,
-      "Content-Type": "application/json",
-      Accept: "application/json, text/event-stream",
-    },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: {
-        protocolVersion: "2025-11-25",
-        capabilities: {},
-        clientInfo: { name: "test", version: "0" },
-      },
-    }),
-  });
-  await response.body?.cancel();
-  return response.status;
 }
 
 Deno.test("sherlock auth, tokens across expiries, one refresh per burst, a dead grant", async () => {

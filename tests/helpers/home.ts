@@ -51,6 +51,8 @@ export interface TestHome {
   env: Record<string, string>;
   /** Writes `agents.d/<name>.toml`; returns its path. */
   writeProfile(name: string, text: string): string;
+  /** Writes `$XDG_CONFIG_HOME/sherlock/config.toml`; returns its path. */
+  writeConfig(text: string): string;
   /**
    * Writes `services.d/<name>.toml`; returns its path. A stdio server's
    * bare `command` (no `/`) that is not in `bin` yet is installed there as
@@ -152,6 +154,8 @@ export async function createTestHome(): Promise<TestHome> {
     runtimeDir,
     env,
     writeProfile: (name, text) => writeInto(agentsDir, name, text),
+    writeConfig: (text) =>
+      writeInto(join(configHome, "sherlock"), "config", text),
     writeService: (name, text) => {
       installServerStub(bin, text);
       return writeInto(servicesDir, name, text);

@@ -14,22 +14,13 @@ import {
   SEND_ORDER_MS,
   UPSTREAM_ERROR_CODE,
 } from "../../lib/bridge/relay.ts";
+import { INITIALIZE } from "../helpers/raw_bridge.ts";
 
 /** Far longer than any case here takes. */
 const HANG_GUARD_MS = 20_000;
 
 const TOKEN = "t0ken-never-in-a-url";
 
-const INITIALIZE = {
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: {
-    protocolVersion: "2025-11-25",
-    capabilities: {},
-    clientInfo: { name: "test", version: "1" },
-  },
-};
 const INITIALIZED = { jsonrpc: "2.0", method: "notifications/initialized" };
 const CALL = {
   jsonrpc: "2.0",

@@ -98,29 +98,48 @@ function scriptedTokenEndpoint(script: string[]) {
   };
 }
 
+/**
+ * `pollDeviceToken` at `endpoint` for device code "dc", on `time`'s clock:
+ * the code lives `lifetimeS` seconds and so does the poll's deadline.
+ */
+function poll(options: {
+  endpoint: string;
+  time: ReturnType<typeof fakeTime>;
+  interval: number;
+  lifetimeS: number;
+  form?: Record<string, string>;
+}) {
+  return pollDeviceToken({
+    tokenEndpoint: options.endpoint,
+    client: { form: { client_id: "c" }, headers: {} },
+    authorization: {
+      deviceCode: "dc",
+      userCode: "U",
+      verificationUri: "https://as/device",
+      expiresIn: options.lifetimeS,
+      interval: options.interval,
+    },
+    form: options.form,
+    signal: new AbortController().signal,
+    deadline: options.time.now() + options.lifetimeS * 1000,
+    retry: "sherlock auth --device x",
+    ...options.time,
+  });
+}
+
 Deno.test("pollDeviceToken: waits the interval, 5 s more after slow_down, stops on expired_token", async () => {
   await using server = scriptedTokenEndpoint([
     "authorization_pending",
     "slow_down",
     "ok",
   ]);
-  const authorization = {
-    deviceCode: "dc",
-    userCode: "U",
-    verificationUri: "https://as/device",
-    expiresIn: 60,
-    interval: 1,
-  };
   const time = fakeTime();
-  const result = await pollDeviceToken({
-    tokenEndpoint: server.endpoint,
-    client: { form: { client_id: "c" }, headers: {} },
-    authorization,
+  const result = await poll({
+    endpoint: server.endpoint,
+    time,
+    interval: 1,
+    lifetimeS: 60,
     form: { resource: "https://mcp" },
-    signal: new AbortController().signal,
-    deadline: time.now() + 60_000,
-    retry: "sherlock auth --device x",
-    ...time,
   });
   assert.equal(result.status, 200);
   assert.equal(server.forms.length, 3);
@@ -133,14 +152,11 @@ Deno.test("pollDeviceToken: waits the interval, 5 s more after slow_down, stops 
 
   const again = fakeTime();
   await assert.rejects(
-    pollDeviceToken({
-      tokenEndpoint: server.endpoint,
-      client: { form: { client_id: "c" }, headers: {} },
-      authorization,
-      signal: new AbortController().signal,
-      deadline: again.now() + 60_000,
-      retry: "sherlock auth --device x",
-      ...again,
+    poll({
+      endpoint: server.endpoint,
+      time: again,
+      interval: 1,
+      lifetimeS: 60,
     }),
     (error: Error & { code?: string }) =>
       error.code === "needs_authorization" &&
@@ -175,20 +191,11 @@ Deno.test("a server's interval beyond any sane bound is clamped: no tight loop, 
     "ok",
   ]);
   const time = fakeTime();
-  const result = await pollDeviceToken({
-    tokenEndpoint: server.endpoint,
-    client: { form: { client_id: "c" }, headers: {} },
-    authorization: {
-      deviceCode: "dc",
-      userCode: "U",
-      verificationUri: "https://as/device",
-      expiresIn: 3600,
-      interval: 1e12,
-    },
-    signal: new AbortController().signal,
-    deadline: time.now() + 3_600_000,
-    retry: "sherlock auth --device x",
-    ...time,
+  const result = await poll({
+    endpoint: server.endpoint,
+    time: time,
+    interval: 1e12,
+    lifetimeS: 3600,
   });
   assert.equal(result.status, 200);
   assert.equal(time.waits.length, 21);
@@ -202,20 +209,11 @@ Deno.test("a server's interval beyond any sane bound is clamped: no tight loop, 
     "ok",
   ]);
   const grows = fakeTime();
-  await pollDeviceToken({
-    tokenEndpoint: slowing.endpoint,
-    client: { form: { client_id: "c" }, headers: {} },
-    authorization: {
-      deviceCode: "dc",
-      userCode: "U",
-      verificationUri: "https://as/device",
-      expiresIn: 3600,
-      interval: 5,
-    },
-    signal: new AbortController().signal,
-    deadline: grows.now() + 3_600_000,
-    retry: "sherlock auth --device x",
-    ...grows,
+  await poll({
+    endpoint: slowing.endpoint,
+    time: grows,
+    interval: 5,
+    lifetimeS: 3600,
   });
   assert.deepEqual(
     grows.waits.map((ms) => ms / 1000),

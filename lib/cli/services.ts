@@ -29,6 +29,7 @@ import {
   tokenReadiness,
 } from "../mcp/readiness.ts";
 import type { ProbeResult } from "../mcp/probe.ts";
+import { describeRevision, revisionAdvice } from "../mcp/revision.ts";
 import { type CommandContext, commandContext } from "./context.ts";
 import {
   columns,
@@ -316,7 +317,7 @@ async function testService(request: TestArgs): Promise<number> {
       env: plan.env,
       timeoutMs: request.timeoutMs,
     });
-    return printProbe(name, result);
+    return printProbe(service, result);
   } finally {
     await broker?.end();
   }
@@ -326,12 +327,13 @@ function msOf(started: number): string {
   return `${Math.round(performance.now() - started)} ms`.padStart(8);
 }
 
-function printProbe(name: string, result: ProbeResult): number {
+function printProbe(service: Service, result: ProbeResult): number {
+  const name = service.service.name;
   for (const step of result.steps) {
     const failed = !result.ok && step === result.steps.at(-1);
     const what = failed
       ? "failed"
-      : step.step === "initialize" && result.ok
+      : step.step !== "tools/list" && result.ok
       ? `server ${escapeControls(result.server.name)} ${
         escapeControls(result.server.version)
       }`
@@ -339,10 +341,11 @@ function printProbe(name: string, result: ProbeResult): number {
       ? `${result.tools.length} tool${result.tools.length === 1 ? "" : "s"}`
       : "answered";
     printLine(
-      `  ${step.step.padEnd(10)}  ${`${step.ms} ms`.padStart(8)}  ${what}`,
+      `  ${step.step.padEnd(15)}  ${`${step.ms} ms`.padStart(8)}  ${what}`,
     );
   }
   if (result.ok) {
+    printLine(`revision: ${describeRevision(result.revision)}`);
     printLine("tools:");
     const rows = result.tools.map((tool) => [
       `  ${escapeControls(tool.name)}`,
@@ -350,6 +353,12 @@ function printProbe(name: string, result: ProbeResult): number {
     ]);
     for (const line of columns(rows)) printLine(line);
     if (rows.length === 0) printLine("  (none)");
+    const deprecated = revisionAdvice(result.revision, name);
+    if (deprecated !== undefined) {
+      printWarning(
+        `service ${name}: the legacy HTTP+SSE transport is deprecated; ${deprecated}`,
+      );
+    }
     return 0;
   }
   if (result.stderrTail.length > 0) {
@@ -357,16 +366,22 @@ function printProbe(name: string, result: ProbeResult): number {
     // Escaped already (lib/mcp/probe.ts), and printLine escapes again.
     for (const line of result.stderrTail) printLine(`  | ${line}`);
   }
-  printWarning(`service ${name}: ${result.reason}; ${advice(name, result)}`);
+  printWarning(
+    `service ${name}: ${result.reason}; ${advice(service, result)}`,
+  );
   return ExitCode.Unavailable;
 }
 
 /** The one line on what to do after a failed probe. */
 function advice(
-  name: string,
+  service: Service,
   result: Extract<ProbeResult, { ok: false }>,
 ): string {
+  const name = service.service.name;
   switch (result.cause) {
+    case "unauthorized":
+    case "forbidden":
+      return refusedAdvice(service);
     case "start":
       return `install the server or fix [server] command in services.d/${name}.toml`;
     case "garbage":
@@ -377,5 +392,27 @@ function advice(
       return "its stderr above says why it exited; run its command by hand to see more";
     default:
       return `check services.d/${name}.toml against the server's documentation`;
+  }
+}
+
+/**
+ * What to do when the server refused the token (HTTP 401 or 403): what
+ * the broker's refusals and the bridge say for the same `[token] source`.
+ */
+function refusedAdvice(service: Service): string {
+  const name = service.service.name;
+  switch (service.token.source) {
+    case "oauth":
+      return service.token.grant === "client_credentials"
+        ? `check the client's secret or key and its scopes ([token] in services.d/${name}.toml)`
+        : `run "sherlock auth ${name}"`;
+    case "secret":
+      return `store the right token with "sherlock secret set ${name}"`;
+    case "command":
+      return `check the token that [token] command prints (services.d/${name}.toml)`;
+    case "none":
+      return `the server needs a token: add [token] to services.d/${name}.toml`;
+    default:
+      return `check [token] in services.d/${name}.toml and that the login is held ("sherlock whoami")`;
   }
 }

@@ -23,9 +23,21 @@ import {
   sha256,
   TOOL_NAME,
 } from "../e2e/fixtures/test_mcp_server.ts";
+import {
+  MODERN_STDIO_SERVER_NAME,
+  MODERN_STDIO_TOOL,
+} from "../fixtures/modern_stdio_server.ts";
+import {
+  MODERN_REVISION,
+  MODERN_SERVER_NAME,
+  startModernServer,
+} from "../helpers/modern_server.ts";
 
 const TEST_SERVER = fileURLToPath(
   new URL("../e2e/fixtures/test_mcp_server.ts", import.meta.url),
+);
+const MODERN_STDIO_SERVER = fileURLToPath(
+  new URL("../fixtures/modern_stdio_server.ts", import.meta.url),
 );
 const BROKEN_SERVER = fileURLToPath(
   new URL("../fixtures/broken_mcp_server.ts", import.meta.url),
@@ -120,6 +132,11 @@ Deno.test("services test: the SDK stdio server with its stored secret inline ans
     new RegExp(`initialize\\s+\\d+ ms\\s+server ${SERVER_NAME} 1\\.0\\.0`),
   );
   assert.match(result.stdout, /tools\/list\s+\d+ ms\s+1 tool\n/);
+  // A 2025-era server: the SDK v1 test server answers initialize only.
+  assert.match(
+    result.stdout,
+    /^revision: MCP 2025-\d\d-\d\d \(2025 era: initialize handshake\)$/m,
+  );
   assert.match(
     result.stdout,
     new RegExp(`^  ${TOOL_NAME}\\s+Answers with`, "m"),
@@ -209,6 +226,10 @@ Deno.test("services test: a remote server with a stored secret is reached throug
   assert.equal(result.code, 0, result.stderr);
   assert.match(result.stdout, /remote, token secret, delivery bridge/);
   assert.match(result.stdout, new RegExp(`server ${REMOTE_SERVER_NAME} `));
+  assert.match(
+    result.stdout,
+    /^revision: MCP 2025-\d\d-\d\d \(2025 era: initialize handshake\)$/m,
+  );
   assert.match(result.stdout, /^ {2}whoami\s/m);
   assert.match(result.stdout, /^ {2}echo\s/m);
   assert.equal(remote.counts.unauthorized, 0);
@@ -237,11 +258,133 @@ Deno.test("services test: a remote server with delivery = inline is reached by t
     const result = await home.sherlock(["services", "test", "docs"]);
     assert.equal(result.code, 0, `${url}: ${result.stderr}`);
     assert.match(result.stdout, /delivery inline/);
+    assert.match(result.stdout, /^ {2}initialize\s+\d+ ms\s+server /m);
     assert.match(result.stdout, /^ {2}whoami\s/m);
+    assert.match(result.stdout, /^revision: MCP 2025-\d\d-\d\d \(2025 era/m);
+    if (url === remote.sseUrl) {
+      // The deprecated transport is named, and what to do about it.
+      assert.match(
+        result.stdout,
+        /legacy HTTP\+SSE transport, which is deprecated\)$/m,
+      );
+      assert.match(
+        result.stderr,
+        /^sherlock: service docs: the legacy HTTP\+SSE transport is deprecated; .*Streamable HTTP endpoint/,
+      );
+    } else {
+      assert.doesNotMatch(result.stdout + result.stderr, /deprecated/);
+    }
     assert.equal(result.stdout.includes(token), false);
+    assert.equal(result.stderr.includes(token), false);
   }
   assert.equal(remote.counts.unauthorized, 0);
   assert.ok(remote.counts.sseStreams >= 1, "the SSE endpoint was used");
+});
+
+Deno.test("services test: a stdio server on the SDK v2 answers server/discover: the 2026-07-28 revision is printed, exit 0", async () => {
+  await using home = await createBrokerHome();
+  home.writeService(
+    "modern",
+    denoService({ name: "modern", script: MODERN_STDIO_SERVER, args: [] }),
+  );
+  const result = await home.sherlock(["services", "test", "modern"]);
+  assert.equal(result.code, 0, result.stderr);
+  assert.match(
+    result.stdout,
+    new RegExp(
+      `^ {2}server/discover\\s+\\d+ ms\\s+server ${MODERN_STDIO_SERVER_NAME} 2\\.0\\.0$`,
+      "m",
+    ),
+  );
+  assert.match(
+    result.stdout,
+    /^revision: MCP 2026-07-28 \(stateless: server\/discover\)$/m,
+  );
+  assert.match(result.stdout, new RegExp(`^ {2}${MODERN_STDIO_TOOL}\\s`, "m"));
+  assert.doesNotMatch(result.stdout, /initialize/);
+});
+
+// Inline only: the bridge speaks the 2026-07-28 revision in the bridge's
+// own work (issue 19); its 401 is checked below, as it answers before any
+// revision.
+Deno.test("services test: a modern-only (2026-07-28) remote server: server/discover, no initialize, the revision printed; the token in no output", async () => {
+  const token = randomToken();
+  await using modern = await startModernServer({ token });
+  await using home = await withSecret("docs", token);
+  for (const delivery of ["inline"] as const) {
+    home.writeService(
+      "docs",
+      tokenServiceToml({
+        name: "docs",
+        source: "secret",
+        url: modern.url,
+        delivery,
+      }),
+    );
+    const result = await home.sherlock(["services", "test", "docs"]);
+    assert.equal(result.code, 0, `${delivery}: ${result.stderr}`);
+    assert.match(result.stdout, new RegExp(`delivery ${delivery}`));
+    assert.match(
+      result.stdout,
+      new RegExp(
+        `^ {2}server/discover\\s+\\d+ ms\\s+server ${MODERN_SERVER_NAME} `,
+        "m",
+      ),
+    );
+    assert.match(
+      result.stdout,
+      new RegExp(
+        `^revision: MCP ${MODERN_REVISION} \\(stateless: server/discover\\)$`,
+        "m",
+      ),
+    );
+    assert.match(result.stdout, /^ {2}whoami\s/m);
+    assert.equal(result.stdout.includes(token), false);
+    assert.equal(result.stderr.includes(token), false);
+  }
+  assert.equal(modern.counts.methods["initialize"] ?? 0, 0);
+  assert.ok((modern.counts.methods["server/discover"] ?? 0) >= 1);
+  assert.ok((modern.counts.methods["tools/list"] ?? 0) >= 1);
+  assert.equal(modern.counts.unauthorized, 0);
+});
+
+Deno.test("services test: a modern-only server that refuses the token (401): one line with what to do, exit 69; the token in no output", async () => {
+  const good = randomToken();
+  const stale = randomToken();
+  await using modern = await startModernServer({ token: good });
+  await using home = await withSecret("docs", stale);
+  home.writeService(
+    "docs",
+    tokenServiceToml({
+      name: "docs",
+      source: "secret",
+      url: modern.url,
+      delivery: "inline",
+    }),
+  );
+  const inline = await home.sherlock(["services", "test", "docs"]);
+  assert.equal(inline.code, 69, inline.stderr);
+  assert.match(inline.stdout, /^ {2}server\/discover\s+\d+ ms\s+failed$/m);
+  assert.equal(
+    inline.stderr,
+    'sherlock: service docs: the server refused the token during server/discover (HTTP 401); store the right token with "sherlock secret set docs"\n',
+  );
+  // Through the bridge: the bridge's own line on the refusal.
+  home.writeService(
+    "docs",
+    tokenServiceToml({ name: "docs", source: "secret", url: modern.url }),
+  );
+  const bridged = await home.sherlock(["services", "test", "docs"]);
+  assert.equal(bridged.code, 69, bridged.stderr);
+  assert.match(
+    bridged.stderr,
+    /^sherlock: service docs: .*refused its token \(HTTP 401, also after a refresh\)/,
+  );
+  for (const output of [inline, bridged]) {
+    assert.equal(output.stdout.includes(stale), false);
+    assert.equal(output.stderr.includes(stale), false);
+  }
+  assert.ok(modern.counts.unauthorized >= 2);
 });
 
 Deno.test("services test: a server that crashes at start: its stderr tail, one line on what to do, exit 69", async () => {

@@ -13,6 +13,11 @@
 import type { Whoami } from "../broker/protocol.ts";
 import type { ExecutableLookup } from "../launch/spawn.ts";
 import type { TokenReadiness } from "../mcp/readiness.ts";
+import {
+  describeRevision,
+  revisionAdvice,
+  type RevisionProbe,
+} from "../mcp/revision.ts";
 
 /** One check's verdict. */
 export type Verdict = "ok" | "warn" | "fail" | "skip";
@@ -81,6 +86,12 @@ export type ServiceFacts =
     tokenAdvice?: string;
     /** Problems of its command as written (`lib/launch/server_commands.ts`). */
     commandProblems: readonly string[];
+    /**
+     * A remote server's answer when asked its MCP revision with no token
+     * (`lib/mcp/probe.ts` `probeRevision`); undefined for a stdio server
+     * or a host that does not resolve.
+     */
+    revision?: RevisionProbe;
   };
 
 /** What the broker said, asked without starting it. */
@@ -363,7 +374,9 @@ export function serviceCheck(service: ServiceFacts): Check {
       fix: `fix it ("sherlock services" lists every problem)`,
     };
   }
-  const detail = `server ${service.server}; token ${service.tokenText}`;
+  const detail = `server ${service.server}${
+    revisionText(service.revision)
+  }; token ${service.tokenText}`;
   if (service.commandProblems.length > 0) {
     return {
       ...base,
@@ -394,7 +407,33 @@ export function serviceCheck(service: ServiceFacts): Check {
         : `${service.tokenAdvice}, then doctor sees the store`,
     };
   }
+  if (service.revision?.kind === "failed") {
+    return {
+      ...base,
+      verdict: "warn",
+      detail,
+      fix: `run "sherlock services test ${service.name}" to see more`,
+    };
+  }
+  if (service.revision?.kind === "answered") {
+    const fix = revisionAdvice(service.revision.revision, service.name);
+    if (fix !== undefined) return { ...base, verdict: "warn", detail, fix };
+  }
   return { ...base, verdict: "ok", detail, fix: null };
+}
+
+/** What a remote server said of its revision, after its host's verdict. */
+function revisionText(revision: RevisionProbe | undefined): string {
+  switch (revision?.kind) {
+    case undefined:
+      return "";
+    case "answered":
+      return `, answers ${describeRevision(revision.revision)}`;
+    case "refused":
+      return `, names its MCP revision only with a token (HTTP ${revision.status}; "sherlock services test" uses one)`;
+    case "failed":
+      return `, but no MCP answer: ${revision.reason}`;
+  }
 }
 
 /** Gemini: its settings file must be plain JSON, and the folder trusted. */

@@ -35,7 +35,9 @@ import {
   tokenReadiness,
 } from "../mcp/readiness.ts";
 import { loadAllProfiles, type LoadedProfile } from "../profiles/loader.ts";
-import { loadServices } from "../services/loader.ts";
+import type { RevisionProbe } from "../mcp/revision.ts";
+import { loadServices, type Service } from "../services/loader.ts";
+import { importLazily } from "../runtime/lazy_import.ts";
 import { isPlainObject } from "../render/merge.ts";
 import { dirname, join } from "../runtime/path.ts";
 import { descendantsInGroup } from "../runtime/processes.ts";
@@ -117,9 +119,13 @@ export async function gatherFacts(
   const reachability = await Promise.all(
     services.map((service) => serverReadiness(service, env.PATH)),
   );
+  const revisions = await remoteRevisions(
+    services.filter((_, index) => reachability[index].reachable),
+  );
   const lookup = (command: string) => findExecutable(command, env.PATH);
   const serviceFacts: ServiceFacts[] = services.map((service, index) => {
     const token = tokenReadiness(service, store, env.PATH);
+    const revision = revisions.get(service);
     return {
       name: service.service.name,
       valid: true,
@@ -129,6 +135,7 @@ export async function gatherFacts(
       tokenText: token.text,
       ...(token.advice === undefined ? {} : { tokenAdvice: token.advice }),
       commandProblems: serverCommandProblems([service], lookup),
+      ...(revision === undefined ? {} : { revision }),
     };
   });
   for (const problem of serviceListing.problems) {
@@ -348,6 +355,38 @@ export function geminiFacts(
     folderTrusted: geminiTrusts(trustedFolders, cwd),
     cwd,
   };
+}
+
+/** How long a remote server may take to say its MCP revision. */
+export const REVISION_TIMEOUT_MS = 3000;
+
+/**
+ * Each remote server's MCP revision, asked with no token (the doctor
+ * never fetches one), all at once. The SDK is loaded only when there is a
+ * remote server to ask.
+ */
+async function remoteRevisions(
+  services: readonly Service[],
+): Promise<Map<Service, RevisionProbe>> {
+  const remote = services.filter((service) => "url" in service.server);
+  const revisions = new Map<Service, RevisionProbe>();
+  if (remote.length === 0) return revisions;
+  const probe = await importLazily<typeof import("../mcp/probe.ts")>(
+    new URL("../mcp/probe.ts", import.meta.url),
+  );
+  await Promise.all(remote.map(async (service) => {
+    const server = service.server;
+    if (!("url" in server)) return;
+    revisions.set(
+      service,
+      await probe.probeRevision({
+        url: server.url,
+        transport: server.transport ?? "http",
+        timeoutMs: REVISION_TIMEOUT_MS,
+      }),
+    );
+  }));
+  return revisions;
 }
 
 /** The Gemini profile's `[mcp] path` when it names a file; else undefined. */

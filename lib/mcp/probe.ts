@@ -16,13 +16,14 @@ import {
   type FetchLike,
   SdkHttpError,
   SSEClientTransport,
+  SseError,
   StreamableHTTPClientTransport,
   type Transport,
 } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import type { ServerEntry } from "../render/servers.ts";
 import { VERSION } from "../version.ts";
-import type { ServerRevision } from "./revision.ts";
+import type { RevisionProbe, ServerRevision } from "./revision.ts";
 
 /**
  * The steps of a probe, in order: the first is named after what settled
@@ -120,18 +121,6 @@ export const STDERR_TAIL_LINES = 10;
 export async function probeServer(options: ProbeOptions): Promise<ProbeResult> {
   return await runProbe(options, { listTools: true });
 }
-
-/** What {@linkcode probeRevision} found. */
-export type RevisionProbe =
-  | {
-    kind: "answered";
-    revision: ServerRevision;
-    /** The server's `serverInfo` (`?` where a modern server names none). */
-    server: { name: string; version: string };
-  }
-  /** HTTP 401 or 403: the server says nothing without a token. */
-  | { kind: "refused"; status: number }
-  | { kind: "failed"; reason: string };
 
 /**
  * Asks a remote server which revision it speaks, with no token (for
@@ -371,7 +360,12 @@ function describeFailure(
   const message = error instanceof Error ? error.message : String(error);
   const code = (error as { code?: unknown } | undefined)?.code;
   const seconds = context.timeoutMs / 1000;
-  if (error instanceof SdkHttpError && [401, 403].includes(error.status)) {
+  const status = error instanceof SdkHttpError
+    ? error.status
+    : error instanceof SseError
+    ? error.code
+    : undefined;
+  if (status === 401 || status === 403) {
     return {
       reason: `the server refused the ${
         Object.keys(
@@ -379,8 +373,8 @@ function describeFailure(
           ).length > 0
           ? "token"
           : "request"
-      } during ${context.step} (HTTP ${error.status})`,
-      cause: error.status === 401 ? "unauthorized" : "forbidden",
+      } during ${context.step} (HTTP ${status})`,
+      cause: status === 401 ? "unauthorized" : "forbidden",
     };
   }
   for (

@@ -27,6 +27,23 @@ export interface ServerRevision {
 }
 
 /**
+ * What asking a remote server for its revision with no token found (what
+ * `sherlock doctor` asks, as it never fetches a token).
+ */
+export type RevisionProbe =
+  | {
+    kind: "answered";
+    /** The revision it answered with. */
+    revision: ServerRevision;
+    /** Its `serverInfo` (`?` where a modern server names none). */
+    server: { name: string; version: string };
+  }
+  /** HTTP 401 or 403: the server says nothing without a token. */
+  | { kind: "refused"; status: number }
+  /** No MCP answer: why, in a few words. */
+  | { kind: "failed"; reason: string };
+
+/**
  * The revision in a few words, e.g. `MCP 2026-07-28 (stateless:
  * server/discover)` or `MCP 2025-11-25 (2025 era: initialize handshake)`;
  * over HTTP+SSE it says that transport is deprecated.

@@ -211,6 +211,70 @@ Deno.test("a service: unreachable, a missing token or a bad command fails; an un
   assert.equal(servicesChecks([], "/s.d")[0].verdict, "warn");
 });
 
+Deno.test("a remote service: the MCP revision it answered with is in the detail; a deprecated HTTP+SSE server or no MCP answer warns", () => {
+  const ok = healthyFacts.services[0];
+  if (!ok.valid) throw new Error("unreachable");
+  const modern = serviceCheck({
+    ...ok,
+    revision: {
+      kind: "answered",
+      revision: { era: "modern", version: "2026-07-28", transport: "http" },
+      server: { name: "s", version: "1" },
+    },
+  });
+  assert.equal(modern.verdict, "ok");
+  assert.match(
+    modern.detail,
+    /, answers MCP 2026-07-28 \(stateless: server\/discover\); token /,
+  );
+  const legacy = serviceCheck({
+    ...ok,
+    revision: {
+      kind: "answered",
+      revision: { era: "legacy", version: "2025-11-25", transport: "http" },
+      server: { name: "s", version: "1" },
+    },
+  });
+  assert.equal(legacy.verdict, "ok");
+  assert.match(
+    legacy.detail,
+    /answers MCP 2025-11-25 \(2025 era: initialize handshake\)/,
+  );
+  const sse = serviceCheck({
+    ...ok,
+    revision: {
+      kind: "answered",
+      revision: { era: "legacy", version: "2025-11-25", transport: "sse" },
+      server: { name: "s", version: "1" },
+    },
+  });
+  assert.equal(sse.verdict, "warn");
+  assert.match(sse.detail, /HTTP\+SSE transport, which is deprecated/);
+  assert.match(sse.fix ?? "", /Streamable HTTP endpoint/);
+  const refused = serviceCheck({
+    ...ok,
+    revision: { kind: "refused", status: 401 },
+  });
+  assert.equal(refused.verdict, "ok");
+  assert.match(refused.detail, /only with a token \(HTTP 401/);
+  const silent = serviceCheck({
+    ...ok,
+    revision: { kind: "failed", reason: "no answer within 3 s" },
+  });
+  assert.equal(silent.verdict, "warn");
+  assert.match(silent.detail, /no MCP answer: no answer within 3 s/);
+  assert.match(silent.fix ?? "", /sherlock services test/);
+  // A missing token still fails, whatever the server said.
+  assert.equal(
+    serviceCheck({
+      ...ok,
+      token: "missing",
+      revision: { kind: "failed", reason: "x" },
+    }).verdict,
+    "fail",
+  );
+});
+
 Deno.test("Gemini: JSONC settings fail; an untrusted folder warns; trust by env, setting or file passes", () => {
   const base = {
     settingsPath: "/h/.gemini/settings.json",

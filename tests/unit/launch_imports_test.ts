@@ -229,8 +229,8 @@ Deno.test("the command table is cheap to load: it imports no command", async () 
   );
 });
 
-Deno.test("services and import do not load the MCP SDK at start-up: services test imports it lazily", async () => {
-  for (const command of ["services", "import"]) {
+Deno.test("services, import and doctor do not load the MCP SDK at start-up: services test and doctor import it lazily", async () => {
+  for (const command of ["services", "import", "doctor"]) {
     const loaded = await startupGraph(`lib/cli/${command}.ts`);
     const sdk = [...loaded.keys()].filter((specifier) =>
       specifier.includes("modelcontextprotocol") ||

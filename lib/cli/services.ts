@@ -297,7 +297,9 @@ async function testService(request: TestArgs): Promise<number> {
     if (failure !== undefined) throw failure;
     if (broker !== undefined) {
       printLine(
-        `  ${"broker".padEnd(15)}  ${msOf(started)}  session registered, token ${
+        `  ${"broker".padEnd(15)}  ${
+          msOf(started)
+        }  session registered, token ${
           fetched.tokens.size > 0 ? "fetched" : "left to the shim or bridge"
         }`,
       );

@@ -297,9 +297,7 @@ async function testService(request: TestArgs): Promise<number> {
     if (failure !== undefined) throw failure;
     if (broker !== undefined) {
       printLine(
-        `  ${"broker".padEnd(15)}  ${
-          msOf(started)
-        }  session registered, token ${
+        `  ${BROKER_LABEL}  ${msOf(started)}  session registered, token ${
           fetched.tokens.size > 0 ? "fetched" : "left to the shim or bridge"
         }`,
       );
@@ -325,6 +323,11 @@ async function testService(request: TestArgs): Promise<number> {
   }
 }
 
+/** The width of a step's name: `server/discover`, the longest. */
+const STEP_WIDTH = 15;
+
+const BROKER_LABEL = "broker".padEnd(STEP_WIDTH);
+
 function msOf(started: number): string {
   return `${Math.round(performance.now() - started)} ms`.padStart(8);
 }
@@ -343,7 +346,9 @@ function printProbe(service: Service, result: ProbeResult): number {
       ? `${result.tools.length} tool${result.tools.length === 1 ? "" : "s"}`
       : "answered";
     printLine(
-      `  ${step.step.padEnd(15)}  ${`${step.ms} ms`.padStart(8)}  ${what}`,
+      `  ${step.step.padEnd(STEP_WIDTH)}  ${
+        `${step.ms} ms`.padStart(8)
+      }  ${what}`,
     );
   }
   if (result.ok) {

@@ -409,7 +409,13 @@ function describeFailure(
     };
   }
   return {
-    reason: `${context.step} failed: ${message.split("\n")[0]}`,
+    // The SDK's prefix repeats the step's name.
+    reason: `${context.step} failed: ${
+      message.split("\n")[0].replace(
+        /^Version negotiation (probe )?failed: /,
+        "",
+      )
+    }`,
     cause: "error",
   };
 }

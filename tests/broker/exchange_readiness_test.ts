@@ -59,8 +59,10 @@ Deno.test("exchange readiness: services and doctor see the SSO login, not a miss
   }[];
   const check = checks.find((c) => c.name === "wiki");
   assert.ok(check, doctor.stdout);
-  assert.equal(check.verdict, "ok", check.detail);
-  assert.match(check.detail, /token SSO login held/);
+  // Not a failure: nothing answers MCP at that URL, which doctor (asking
+  // each remote server its revision) warns of; the token is ready.
+  assert.equal(check.verdict, "warn", check.detail);
+  assert.match(check.detail, /but no MCP answer: .*; token SSO login held$/);
 
   const text = await home.sherlock(["doctor"]);
   assert.doesNotMatch(text.stdout + text.stderr, /no secret/);

@@ -92,7 +92,8 @@ whose answer shows the token's length and a SHA-256 prefix (never the
 token). Then it checks that the session's rendered config is gone, stops
 the demo's broker and removes the throwaway home.
 
-Exit code: the agent's (0 when the demo passed), or the failed step's.
+Exit code: the agent's (0 when the demo passed), or the failed step's,
+with its one line on stderr (73: no throwaway home can be made in $TMPDIR).
 It is also the smoke test of a freshly installed binary.
 
 Example:

@@ -16,7 +16,8 @@
  * @module
  */
 
-import { ExitCode, UsageError } from "../errors.ts";
+import { CantCreateError, ExitCode, UsageError } from "../errors.ts";
+import { describeFsError } from "../private_files.ts";
 import { importLazily } from "../runtime/lazy_import.ts";
 import { join } from "../runtime/path.ts";
 import { selfCommand } from "../self_command.ts";
@@ -113,7 +114,7 @@ export function demoServiceToml(
  */
 export function demoEnvironment(
   env: Readonly<Record<string, string>>,
-  options: { home: string; fromSource: boolean },
+  options: { home: string; runtimeDir: string; fromSource: boolean },
 ): Record<string, string> {
   const result: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) {
@@ -133,7 +134,7 @@ export function demoEnvironment(
     XDG_DATA_HOME: join(home, "data"),
     XDG_STATE_HOME: join(home, "state"),
     XDG_CACHE_HOME: join(home, "cache"),
-    XDG_RUNTIME_DIR: join(home, "run"),
+    XDG_RUNTIME_DIR: options.runtimeDir,
   };
 }
 
@@ -238,17 +239,47 @@ function childFailure(what: string, result: ChildResult): number {
   return result.code === 0 ? ExitCode.Software : result.code;
 }
 
+/**
+ * The longest broker socket path the demo uses in its home; a longer one
+ * (a long `$TMPDIR`) goes to a folder of its own in /tmp, since a Unix
+ * socket's path has at most 107 bytes.
+ */
+const MAX_SOCKET_PATH_BYTES = 100;
+
+/** A new 0700 folder in `dir`, or the system's temporary folder (`$TMPDIR`). */
+async function throwawayFolder(dir?: string): Promise<string> {
+  try {
+    return await Deno.makeTempDir({ prefix: "sherlock-demo-", dir });
+  } catch (error) {
+    const where = dir ?? Deno.env.get("TMPDIR") ?? "the temporary folder";
+    throw new CantCreateError(
+      `demo: cannot create a throwaway home in ${where}: ${
+        describeFsError(error)
+      }; set TMPDIR to a folder you can write`,
+    );
+  }
+}
+
 async function runDemo(): Promise<number> {
   const demo = await loadDemoModule();
   const self = selfCommand();
-  const home = await Deno.makeTempDir({ prefix: "sherlock-demo-" });
-  const env = demoEnvironment(Deno.env.toObject(), {
-    home,
-    fromSource: !Deno.build.standalone,
-  });
+  const home = await throwawayFolder();
+  const folders = [home];
+  let runtimeDir = join(home, "run");
   let brokerStarted = false;
+  let stopBroker: (() => Promise<void>) | undefined;
   let passed = false;
   try {
+    const socket = join(runtimeDir, "sherlock", "broker.sock");
+    if (new TextEncoder().encode(socket).length > MAX_SOCKET_PATH_BYTES) {
+      runtimeDir = await throwawayFolder("/tmp");
+      folders.push(runtimeDir);
+    }
+    const env = demoEnvironment(Deno.env.toObject(), {
+      home,
+      runtimeDir,
+      fromSource: !Deno.build.standalone,
+    });
     printLine(
       `sherlock demo: a session end to end, in a throwaway home (${home}); your own config, store and broker are not touched`,
     );
@@ -281,12 +312,19 @@ async function runDemo(): Promise<number> {
 
     // Made up here and given on stdin: never in argv, never printed.
     const passphrase = randomText(24);
-    brokerStarted = true;
+    stopBroker = async () => {
+      const stop = await runChild(["broker", "stop"], { env });
+      // A login that failed may have started no broker: nothing to say.
+      if (stop.code !== 0 && brokerStarted) {
+        childFailure("sherlock broker stop", stop);
+      }
+    };
     const login = await runChild(["login"], {
       env,
       stdin: `${passphrase}\n`,
     });
     if (login.code !== 0) return childFailure("sherlock login", login);
+    brokerStarted = true;
     step(
       2,
       "sherlock login: created a secret store and unlocked it in a new broker (the passphrase is made up and never shown)",
@@ -323,7 +361,7 @@ async function runDemo(): Promise<number> {
       return ExitCode.Software;
     }
 
-    const left = renderedConfigs(env.XDG_RUNTIME_DIR);
+    const left = renderedConfigs(runtimeDir);
     if (left.length > 0) {
       printError(
         `demo: the session's rendered config is still there: ${
@@ -339,15 +377,14 @@ async function runDemo(): Promise<number> {
     passed = session.code === 0;
     return session.code;
   } finally {
-    if (brokerStarted) {
-      const stop = await runChild(["broker", "stop"], { env });
-      if (stop.code !== 0) childFailure("sherlock broker stop", stop);
+    await stopBroker?.();
+    for (const folder of folders) {
+      await Deno.remove(folder, { recursive: true }).catch(() => {});
     }
-    await Deno.remove(home, { recursive: true }).catch(() => {});
     printLine(
-      brokerStarted
+      passed
         ? "7. stopped the demo's broker and removed the throwaway home"
-        : "removed the throwaway home",
+        : "cleaned up: stopped the demo's broker, if it ran, and removed the throwaway home",
     );
     if (passed) {
       printLine(

@@ -82,12 +82,39 @@ Deno.test("sherlock demo: the session end to end, each step printed, the token's
   );
 });
 
-Deno.test("sherlock demo refuses arguments in one line, exit 2; --help shows its help", async () => {
+Deno.test("sherlock demo refuses arguments in one line, exit 2; a TMPDIR it cannot use: one line, exit 73; --help shows its help", async () => {
   await using home = await createTestHome();
+  const noTmp = await runSherlock(["demo"], {
+    env: { ...home.env, TMPDIR: join(home.root, "missing") },
+  });
+  assert.equal(noTmp.code, 73);
+  assert.equal(
+    noTmp.stderr,
+    `sherlock: demo: cannot create a throwaway home in ${
+      join(home.root, "missing")
+    }: no such file or folder; set TMPDIR to a folder you can write\n`,
+  );
+  assert.equal(noTmp.stdout, "");
   const wrong = await runSherlock(["demo", "extra"], { env: home.env });
   assert.equal(wrong.code, 2);
   assert.match(wrong.stderr, /^sherlock: demo takes no arguments/);
   const help = await runSherlock(["demo", "--help"], { env: home.env });
   assert.equal(help.code, 0);
   assert.match(help.stdout, /^Usage: sherlock demo$/m);
+});
+
+Deno.test("sherlock demo with a TMPDIR too long for a socket path: the runtime folder goes to /tmp, the demo passes, both folders removed", async () => {
+  await using home = await createTestHome();
+  const tmp = join(home.root, "t".repeat(90));
+  Deno.mkdirSync(tmp);
+  const before = new Set(Deno.readDirSync("/tmp").map((entry) => entry.name));
+  const result = await runSherlock(["demo"], {
+    env: { ...home.env, TMPDIR: tmp },
+  });
+  assert.equal(result.code, 0, result.stderr + result.stdout);
+  assert.match(result.stdout, /^demo passed/m);
+  assert.deepEqual([...Deno.readDirSync(tmp)], []);
+  const added = [...Deno.readDirSync("/tmp")].map((entry) => entry.name)
+    .filter((name) => !before.has(name) && name.startsWith("sherlock-demo-"));
+  assert.deepEqual(added, []);
 });

@@ -110,5 +110,5 @@ case ":${PATH:-}:" in
 *":$prefix:"*) ;;
 *) info "$prefix is not on PATH; add it: export PATH=\"$prefix:\$PATH\"" ;;
 esac
-info "check it: sherlock demo   (a whole session on built-in stand-ins, in a throwaway home)"
+info "check it: $target demo   (a whole session on built-in stand-ins, in a throwaway home)"
 info "completions: add to ~/.bashrc: eval \"\$(sherlock completions bash)\" (zsh: sherlock completions zsh, fish: sherlock completions fish | source)"

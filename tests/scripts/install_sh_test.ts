@@ -67,7 +67,7 @@ Deno.test("install.sh: a verified binary goes to ~/.local/bin/sherlock, mode 075
   );
   assert.match(result.stdout, /is not on PATH; add it: export PATH=/);
   assert.match(result.stdout, /sherlock completions bash/);
-  assert.match(result.stdout, /^check it: sherlock demo /m);
+  assert.match(result.stdout, /^check it: \S+\/sherlock demo /m);
   // The hint works: with it, `sherlock` runs from PATH.
   const run = await runBash(`export PATH=${sh(bin)}:"$PATH"; sherlock`, {
     env: home.env,

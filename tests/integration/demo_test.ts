@@ -67,6 +67,9 @@ Deno.test("sherlock demo: the session end to end, each step printed, the token's
     out,
   );
 
+  // The made-up token (demo_ and 32 base64url characters) is never printed.
+  assert.doesNotMatch(out + result.stderr, /demo_[A-Za-z0-9_-]{32}/);
+
   // The throwaway home is gone, and nothing of the operator's changed.
   const throwaway = /in a throwaway home \(([^)]+)\)/.exec(out)![1];
   assert.ok(throwaway.startsWith(tmp), throwaway);

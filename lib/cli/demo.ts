@@ -21,7 +21,7 @@ import { describeFsError } from "../private_files.ts";
 import { importLazily } from "../runtime/lazy_import.ts";
 import { join } from "../runtime/path.ts";
 import { selfCommand } from "../self_command.ts";
-import { printError, printLine, terminalText } from "./output.ts";
+import { printError, printLine } from "./output.ts";
 
 /** The stand-in agent's profile name (not a command's name: no alias clash). */
 export const DEMO_AGENT = "demo-agent";
@@ -46,7 +46,7 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
     const demo = await loadDemoModule();
     const result = await demo.runDemoAgent({
       args: args.slice(1),
-      say: (line) => printLine(`  agent: ${terminalText(line)}`),
+      say: (line) => printLine(`  agent: ${line}`),
     });
     return result.isError ? 1 : 0;
   }
@@ -167,8 +167,12 @@ async function runChild(
   }).spawn();
   if (options.stdin !== undefined) {
     const writer = child.stdin.getWriter();
-    await writer.write(new TextEncoder().encode(options.stdin));
-    await writer.close();
+    try {
+      await writer.write(new TextEncoder().encode(options.stdin));
+      await writer.close();
+    } catch {
+      // It stopped before reading: its exit code and stderr say why.
+    }
   }
   const output = await child.output();
   const decoder = new TextDecoder();
@@ -203,9 +207,9 @@ async function runSession(
       pending += chunk;
       const lines = pending.split("\n");
       pending = lines.pop() ?? "";
-      for (const line of lines) printLine(`${prefix}${terminalText(line)}`);
+      for (const line of lines) printLine(`${prefix}${line}`);
     }
-    if (pending !== "") printLine(`${prefix}${terminalText(pending)}`);
+    if (pending !== "") printLine(`${prefix}${pending}`);
     return all;
   };
   const [stdout] = await Promise.all([

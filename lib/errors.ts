@@ -13,7 +13,7 @@
  * @module
  */
 
-/** Exit codes for sherlock's own failures (see the README's table). */
+/** Exit codes for sherlock's own failures (see docs/manual/exit_codes.md). */
 export const ExitCode = {
   /** The command line was wrong. */
   Usage: 2,

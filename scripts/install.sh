@@ -9,6 +9,8 @@
 # copied to DIR/sherlock (default ~/.local/bin) with mode 0755 through a
 # temporary file in DIR and a rename, so a half-copied file is never on PATH.
 # An existing DIR/sherlock that is not sherlock is kept unless --force.
+# Then check the installed binary: `sherlock demo` runs a whole session on
+# built-in stand-ins in a throwaway home, touching nothing of yours.
 #
 # Exit codes: 0 installed, 1 verification failed (nothing installed),
 # 2 usage, 66 the binary or SHA256SUMS is missing, 73 cannot write DIR or
@@ -108,4 +110,5 @@ case ":${PATH:-}:" in
 *":$prefix:"*) ;;
 *) info "$prefix is not on PATH; add it: export PATH=\"$prefix:\$PATH\"" ;;
 esac
+info "check it: $target demo   (a whole session on built-in stand-ins, in a throwaway home)"
 info "completions: add to ~/.bashrc: eval \"\$(sherlock completions bash)\" (zsh: sherlock completions zsh, fish: sherlock completions fish | source)"

@@ -12,6 +12,7 @@ import {
   type FileProblem,
   formatProblem,
   InvalidFileError,
+  skippedMalformed,
 } from "../config/toml_files.ts";
 import { shortenForQuote } from "../config/names.ts";
 import { didYouMean } from "../config/suggestion.ts";
@@ -132,7 +133,7 @@ export async function agentsCommand(args: readonly string[]): Promise<number> {
   ];
   printColumns(table, "header");
   for (const problem of listing.problems) {
-    printWarning(`skipped malformed profile ${formatProblem(problem)}`);
+    printWarning(skippedMalformed("profile", problem));
   }
   return listing.problems.length > 0 ? ExitCode.Config : 0;
 }

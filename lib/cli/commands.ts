@@ -74,6 +74,33 @@ Examples:
     module: "lib/cli/run.ts",
     entry: "runCommand",
   },
+  demo: {
+    summary:
+      "run a whole session on built-in stand-ins, touching nothing of yours",
+    help: `Usage: sherlock demo
+
+Does sherlock's main job end to end with nothing installed and nothing of
+yours touched, printing each step as it happens: in a throwaway home (HOME
+and every XDG folder; your config, store, broker and runtime folder are
+left alone) it writes a stand-in agent and a small MCP server (both this
+sherlock: "sherlock demo agent" and "sherlock demo server", used by the
+demo only), creates a store with a made-up passphrase (never shown),
+stores a made-up token for the server, and runs the agent with
+"sherlock run": the broker gives the token to the shim, the shim starts
+the server with it, and the agent lists and calls the server's tool,
+whose answer shows the token's length and a SHA-256 prefix (never the
+token). Then it checks that the session's rendered config is gone, stops
+the demo's broker and removes the throwaway home.
+
+Exit code: the agent's (0 when the demo passed), or the failed step's,
+with its one line on stderr (73: no throwaway home can be made in $TMPDIR).
+It is also the smoke test of a freshly installed binary.
+
+Example:
+  sherlock demo`,
+    module: "lib/cli/demo.ts",
+    entry: "demoCommand",
+  },
   agents: {
     summary: "list the agent profiles, show one, or copy a built-in to edit",
     help: `Usage: sherlock agents [--json]

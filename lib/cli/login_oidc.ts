@@ -133,7 +133,7 @@ export async function chooseLogin(
       throw new ConfigError(
         `${
           oidcFlags.at(-1)
-        } needs [login] provider = "oidc" (with issuer and client_id) in config.toml; see the README's CI recipe`,
+        } needs [login] provider = "oidc" (with issuer and client_id) in config.toml; see the CI recipe in docs/manual/login_sso.md`,
       );
     }
     if (oidcFlags.length > 0) {

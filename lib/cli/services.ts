@@ -9,7 +9,7 @@
  */
 
 import { stringify } from "smol-toml";
-import { formatProblem } from "../config/toml_files.ts";
+import { formatProblem, skippedMalformed } from "../config/toml_files.ts";
 import { loadSettings } from "../config/settings.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
 import { join } from "../runtime/path.ts";
@@ -146,7 +146,7 @@ async function listServices(options: { json: boolean }): Promise<number> {
     printColumns(rows, "header");
   }
   for (const problem of problems) {
-    printWarning(`skipped malformed service ${formatProblem(problem)}`);
+    printWarning(skippedMalformed("service", problem));
   }
   return problems.length > 0 ? ExitCode.Config : 0;
 }

@@ -14,8 +14,9 @@ import { closestName } from "./suggestion.ts";
 /**
  * Validates `raw` with `schema` and reports every issue, each as a problem
  * whose line is found in `text`: unknown keys first (a misspelt key is
- * usually the cause of the other problems, such as a required key that
- * looks missing), then the rest in the schema's order.
+ * usually the cause of the other problems), then the rest in the schema's
+ * order, but for a key said to be missing from a table that has an
+ * unknown key (the misspelt key itself: one typo, one problem).
  */
 export function validateWith<S extends z.ZodType>(
   schema: S,
@@ -31,15 +32,33 @@ export function validateWith<S extends z.ZodType>(
       ? issue.keys.map((key) => ({ ...issue, keys: [key] }))
       : [issue]
   );
-  const unknownFirst = [
-    ...issues.filter((issue) => issue.code === "unrecognized_keys"),
-    ...issues.filter((issue) => issue.code !== "unrecognized_keys"),
+  const unknown = issues.filter((issue) => issue.code === "unrecognized_keys");
+  const others = issues.filter((issue) => issue.code !== "unrecognized_keys")
+    .map((issue) => ({ issue, problem: describeIssue(schema, issue, text) }));
+  const [first, ...rest] = [
+    ...unknown.map((issue) => describeIssue(schema, issue, text)),
+    ...others.filter(({ issue, problem }) =>
+      !isFollowOn(issue, problem, unknown)
+    ).map(({ problem }) => problem),
   ];
-  const [first, ...rest] = unknownFirst.map((issue) =>
-    describeIssue(schema, issue, text)
-  );
   if (rest.length > 0) first.further = rest;
   return { ok: false, problem: first };
+}
+
+/**
+ * A key said to be missing from a table that has an unknown key: most
+ * likely the same key misspelt (`evn` for `env`), so the unknown key's
+ * problem, with its "did you mean", is the one to report. Fixing it
+ * either cures the other or shows it on the next run.
+ */
+function isFollowOn(
+  issue: z.core.$ZodIssue,
+  problem: SchemaProblem,
+  unknown: readonly z.core.$ZodIssue[],
+): boolean {
+  if (!problem.reason.startsWith("missing")) return false;
+  const table = issue.path.slice(0, -1).map(String).join(".");
+  return unknown.some((each) => each.path.map(String).join(".") === table);
 }
 
 /**

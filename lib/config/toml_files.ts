@@ -68,6 +68,19 @@ export function formatProblem(problem: FileProblem): string {
   }).join("\n");
 }
 
+/**
+ * The one line (and one more per further problem) every command uses for
+ * a profile or service file that is malformed and so left out: `sherlock
+ * run`, `services`, `agents` and `doctor` word it alike.
+ */
+export function skippedMalformed(
+  kind: "profile" | "service",
+  problem: FileProblem | string,
+): string {
+  const text = typeof problem === "string" ? problem : formatProblem(problem);
+  return `skipped malformed ${kind} ${text}`;
+}
+
 /** How to read one file. */
 export interface ReadTomlOptions<T> {
   /** `profile`, `service` or `config`: part of the cache key. */

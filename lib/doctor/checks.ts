@@ -10,6 +10,7 @@
  * @module
  */
 
+import { skippedMalformed } from "../config/toml_files.ts";
 import type { Whoami } from "../broker/protocol.ts";
 import type { ExecutableLookup } from "../launch/spawn.ts";
 import type { TokenReadiness } from "../mcp/readiness.ts";
@@ -296,7 +297,7 @@ export function profileCheck(profile: ProfileFacts): Check {
     return {
       ...base,
       verdict: "fail",
-      detail: `${profile.path} is malformed: ${firstLine(profile.error)}`,
+      detail: skippedMalformed("profile", firstLine(profile.error)),
       fix: `fix it or remove it ("sherlock agents" lists every problem)`,
     };
   }
@@ -370,7 +371,7 @@ export function serviceCheck(service: ServiceFacts): Check {
     return {
       ...base,
       verdict: "fail",
-      detail: `${service.path} is malformed: ${firstLine(service.error)}`,
+      detail: skippedMalformed("service", firstLine(service.error)),
       fix: `fix it ("sherlock services" lists every problem)`,
     };
   }

@@ -7,7 +7,11 @@
  */
 
 import type { FetchedTokens } from "../broker/client.ts";
-import { type FileProblem, formatProblem } from "../config/toml_files.ts";
+import {
+  type FileProblem,
+  formatProblem,
+  skippedMalformed,
+} from "../config/toml_files.ts";
 import { ConfigError, NoPermissionError, SherlockError } from "../errors.ts";
 import type { Env, SherlockPaths } from "../config/sherlock_paths.ts";
 import { type LoadedProfile, loadProfile } from "../profiles/loader.ts";
@@ -152,7 +156,7 @@ function checkedPlan(
     // A malformed file the session would not get anyway is not its problem.
     if (excluded.has(serviceNameOf(problem.path))) continue;
     if (strict) throw new ConfigError(formatProblem(problem));
-    options.onWarning(`skipping service: ${formatProblem(problem)}`);
+    options.onWarning(skippedMalformed("service", problem));
   }
   for (const left of plan.leftOut) {
     options.onWarning(leftOutLine(left.service, left.reason));

@@ -76,7 +76,7 @@ export const KEY_COMMENTS: Readonly<Record<string, string>> = {
     "The flag's (or variable's) value; {path} is the rendered file (Copilot:\n\"@{path}\").",
   "mcp.joined": 'true: one argv word "--flag=value"; false: "--flag" "value".',
   "mcp.format":
-    "The document the agent reads: mcp-json | servers-map | opencode | gemini |\ncodex-overrides | continue (see the README's Formats).",
+    "The document the agent reads: mcp-json | servers-map | opencode | gemini |\ncodex-overrides | continue (see Formats in docs/manual/agents.md).",
   env:
     '[env]: added to the agent\'s environment; ${VAR} expands from yours,\ne.g. SOME_SETTING = "${XDG_CONFIG_HOME}/x".',
   argv: "[argv]: <executable> <prefix…> [flag value] <your args…> <suffix…>.",

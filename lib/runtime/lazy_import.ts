@@ -23,6 +23,7 @@ export const LAZY_LIBRARY_MODULES: readonly string[] = [
   "lib/config/settings_schema.ts",
   "lib/config/toml_parser.ts",
   "lib/mcp/probe.ts",
+  "lib/mcp/demo.ts",
   "lib/config/suggestion.ts",
 ];
 

@@ -274,6 +274,10 @@ export const serviceSchema = z.strictObject({
       `only applies to source = "oauth" or "exchange"; remove it`,
     );
   }
+  // Neither command nor url (a misspelt `comand`?): [server] says so, and
+  // the rules below, which depend on the server's kind, would only add
+  // follow-on complaints (token.header missing for a stdio server).
+  if ((server.command === undefined) === (server.url === undefined)) return;
   if (token.source === "oauth" && stdio) {
     context.addIssue({
       code: "custom",

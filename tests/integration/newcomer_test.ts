@@ -275,3 +275,42 @@ Deno.test("-v and SHERLOCK_VERBOSE=1: one line naming the agent, its services an
   assert.equal(lines(quiet.result.stderr).length, 1, "no summary");
   assert.equal(quiet.record!.args.at(-1), "-v", "the agent's own -v");
 });
+
+Deno.test("one typo in a stdio service: one problem, worded alike by services, doctor and run --dry-run; no follow-on complaint", async () => {
+  await using home = await createTestHome();
+  addFakeAgent(home, { name: "fake" });
+  home.writeService("files", stdioServiceToml("files", { command: "files" }));
+  const path = join(home.servicesDir, "typo.toml");
+  const cases: [string, string][] = [
+    // `comand`: no command and no url, so no follow-on about the kind
+    // (`token.header: missing` for what is a stdio server).
+    [
+      '[service]\nname = "typo"\n[server]\ncomand = "files"\n[token]\nsource = "secret"\nenv = "TYPO_TOKEN"\n',
+      `${path}:4: server.comand: unknown key; did you mean command? (allowed here: command, args, env, url, transport, headers)`,
+    ],
+    // `evn`: not also `token.env: missing`.
+    [
+      '[service]\nname = "typo"\n[server]\ncommand = "files"\n[token]\nsource = "secret"\nevn = "TYPO_TOKEN"\n',
+      `${path}:7: token.evn: unknown key; did you mean env? (allowed here: `,
+    ],
+  ];
+  for (const [text, problem] of cases) {
+    Deno.writeTextFileSync(path, text);
+    const expected = `skipped malformed service ${problem}`;
+    const services = await runSherlock(["services"], { env: home.env });
+    assert.equal(services.code, 78);
+    const dryRun = await runSherlock(["--dry-run", "fake"], { env: home.env });
+    assert.equal(dryRun.code, 0, dryRun.stderr);
+    for (const result of [services, dryRun]) {
+      const said = lines(result.stderr);
+      assert.equal(said.length, 1, result.stderr);
+      assert.ok(said[0].startsWith(`sherlock: ${expected}`), said[0]);
+    }
+    const doctor = await runSherlock(["doctor", "--json"], { env: home.env });
+    const check = JSON.parse(doctor.stdout).checks.find((
+      each: { group: string; name: string },
+    ) => each.group === "service" && each.name === "typo");
+    assert.ok(check.detail.startsWith(expected), check.detail);
+    assert.equal(check.detail, lines(services.stderr)[0].slice(10));
+  }
+});

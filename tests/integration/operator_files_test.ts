@@ -63,7 +63,7 @@ Deno.test("a FIFO in services.d, agents.d or at config.toml: refused at once, na
   const dryRun = await sherlock(home, ["run", "--dry-run", "fake"]);
   assert.equal(dryRun.code, 0, dryRun.stderr);
   assert.deepEqual(lines(dryRun.stderr), [
-    `sherlock: skipping service: ${service}: ${fifo}`,
+    `sherlock: skipped malformed service ${service}: ${fifo}`,
   ]);
   assert.match(dryRun.stdout, /good-server/);
 
@@ -99,7 +99,7 @@ Deno.test("a symlink to /dev/zero in agents.d or services.d: refused at once", a
   const dryRun = await sherlock(home, ["run", "--dry-run", "fake"]);
   assert.equal(dryRun.code, 0, dryRun.stderr);
   assert.deepEqual(lines(dryRun.stderr), [
-    `sherlock: skipping service: ${service}: ${device}`,
+    `sherlock: skipped malformed service ${service}: ${device}`,
   ]);
 
   const listed = await sherlock(home, ["agents"]);
@@ -131,7 +131,7 @@ Deno.test("a 100 MB service or profile: refused with one line, never read into m
   );
   assert.equal(measured.code, 0, measured.stderr);
   assert.deepEqual(lines(measured.stderr), [
-    `sherlock: skipping service: ${service}: larger than 1 MiB; a service is a few KiB`,
+    `sherlock: skipped malformed service ${service}: larger than 1 MiB; a service is a few KiB`,
   ]);
   // Deno itself takes some tens of MiB; reading the file took over 1 GiB.
   assert.ok(
@@ -200,7 +200,7 @@ Deno.test("a services file with a header nested 20 000 levels deep: that service
   assert.ok(Deno.statSync(deep).size > 40_000);
   const line = Deno.readTextFileSync(deep).split("\n").length - 1;
   const refusal = new RegExp(
-    `^sherlock: skipping service: ${deep}:${line}: a\\.a\\.[a.]+…?: ` +
+    `^sherlock: skipped malformed service ${deep}:${line}: a\\.a\\.[a.]+…?: ` +
       "tables or arrays nested more than 32 levels deep; " +
       "sherlock's files nest a few at most: remove the nesting$",
   );
@@ -263,7 +263,7 @@ Deno.test("an unknown key of 900 K characters: one short line, the service skipp
   assertNoStackTrace(result);
   assert.equal(result.code, 0, result.stderr);
   assert.deepEqual(lines(result.stderr), [
-    `sherlock: skipping service: ${long}:${line}: server.${
+    `sherlock: skipped malformed service ${long}:${line}: server.${
       "k".repeat(57)
     }…: unknown key (allowed here: command, args, env, url, transport, headers)`,
   ]);

@@ -310,8 +310,8 @@ Deno.test("malformed service: warned on stderr, skipped; the session runs with t
   });
   assert.equal(result.code, 0);
   assert.deepEqual(lines(result.stderr).sort(), [
-    `sherlock: skipping service: ${bad}:5: server.colour: unknown key (allowed here: command, args, env, url, transport, headers)`,
-    `sherlock: skipping service: ${misnamed}:2: service.name: is "othername" but the file is misnamed.toml; the name must equal the file's basename`,
+    `sherlock: skipped malformed service ${bad}:5: server.colour: unknown key (allowed here: command, args, env, url, transport, headers)`,
+    `sherlock: skipped malformed service ${misnamed}:2: service.name: is "othername" but the file is misnamed.toml; the name must equal the file's basename`,
   ]);
   assert.deepEqual(JSON.parse(agent.record().config!.text!), {
     mcpServers: {
@@ -394,7 +394,7 @@ Deno.test("a dangling symlink in agents.d or services.d is reported and skipped"
   });
   assert.equal(run.code, 0);
   assert.deepEqual(lines(run.stderr), [
-    `sherlock: skipping service: ${service}: cannot read it: no such file or folder`,
+    `sherlock: skipped malformed service ${service}: cannot read it: no such file or folder`,
   ]);
   assert.deepEqual(
     Object.keys(JSON.parse(agent.record().config!.text!).mcpServers),
@@ -500,7 +500,7 @@ Deno.test("a NUL character in a service's args: the service is skipped with one 
   });
   assert.equal(result.code, 0);
   assert.deepEqual(lines(result.stderr), [
-    `sherlock: skipping service: ${path}:6: server.args: holds a NUL character (\\u0000), which no program can be given; remove it`,
+    `sherlock: skipped malformed service ${path}:6: server.args: holds a NUL character (\\u0000), which no program can be given; remove it`,
   ]);
   assert.equal(agent.hasStarted, true);
 });

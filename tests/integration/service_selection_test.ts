@@ -199,7 +199,10 @@ Deno.test("a malformed service the session would not get is no warning and does 
     },
   );
   assert.equal(loose.code, 0, loose.stderr);
-  assert.match(loose.stderr, /^sherlock: skipping service: .*broken\.toml/);
+  assert.match(
+    loose.stderr,
+    /^sherlock: skipped malformed service .*broken\.toml/,
+  );
 });
 
 Deno.test("a service named by --service whose agents key leaves the agent out: one warning line; --strict: 78", async () => {

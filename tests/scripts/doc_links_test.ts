@@ -1,5 +1,8 @@
 /**
- * Every link in README.md and docs/*.md resolves inside a clone: a relative
+ * README.md is the front door: under 15 KB, the manual beside it
+ * (docs/manual/, whose README.md is the table of contents and links every
+ * topic). Every link in README.md, docs/*.md and docs/manual/*.md resolves
+ * inside a clone: a relative
  * target is a file or folder of the repository, an `#anchor` is a heading of
  * the target (GitHub's slugs), and a file the prose names in backticks
  * (`docs/x.md`) exists too. Links to the web are not followed (no network).
@@ -9,13 +12,17 @@ import assert from "node:assert/strict";
 import { dirname, join, relative, resolve } from "node:path";
 import { REPO_ROOT } from "../helpers/sherlock.ts";
 
+/** The Markdown files of a folder, from the repository's root. */
+function markdownIn(folder: string): string[] {
+  return [...Deno.readDirSync(join(REPO_ROOT, folder))]
+    .filter((entry) => entry.isFile && entry.name.endsWith(".md"))
+    .map((entry) => `${folder}/${entry.name}`)
+    .sort();
+}
+
 /** The documents checked, from the repository's root. */
 function documents(): string[] {
-  const docs = [...Deno.readDirSync(join(REPO_ROOT, "docs"))]
-    .filter((entry) => entry.isFile && entry.name.endsWith(".md"))
-    .map((entry) => `docs/${entry.name}`)
-    .sort();
-  return ["README.md", ...docs];
+  return ["README.md", ...markdownIn("docs"), ...markdownIn("docs/manual")];
 }
 
 /** The text outside fenced code blocks (whose brackets are not links). */
@@ -30,9 +37,16 @@ function prose(text: string): string[] {
   });
 }
 
-/** GitHub's anchor for a heading: lowercase, punctuation dropped, spaces to -. */
+/**
+ * GitHub's anchor for a heading: its text (inline code and link targets
+ * reduced to their text), lowercase, every character but letters, digits,
+ * spaces, `-` and `_` dropped, each space a `-`; a repeated anchor gets
+ * `-1`, `-2`, … in order (see anchors()).
+ */
 function slug(heading: string): string {
-  return heading.trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, "")
+  return heading.trim()
+    .replace(/\[([^\]]*)\]\([^)]*\)/g, "$1")
+    .toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, "")
     .replaceAll(" ", "-");
 }
 
@@ -97,7 +111,7 @@ function problemOf(link: Link): string | undefined {
     : `no heading #${anchor} in ${relative(REPO_ROOT, file)}`;
 }
 
-Deno.test("every link in README.md and docs/*.md resolves inside the repository", () => {
+Deno.test("every link in README.md, docs/*.md and docs/manual/*.md resolves inside the repository", () => {
   const problems: string[] = [];
   let checked = 0;
   for (const document of documents()) {
@@ -159,4 +173,38 @@ Deno.test("the anchor and link checks catch a broken link", () => {
     "no such file in the repository",
     "no heading #nowhere in README.md",
   ]);
+});
+
+/** README.md's bound: a front door, not the manual. */
+const README_MAX_BYTES = 15 * 1024;
+
+Deno.test("README.md is the front door: under 15 KB, the demo and the tests its two commands, the manual one link away", () => {
+  const readme = Deno.readTextFileSync(join(REPO_ROOT, "README.md"));
+  const size = new TextEncoder().encode(readme).length;
+  assert.ok(
+    size < README_MAX_BYTES,
+    `README.md is ${size} bytes; move reference text into docs/manual/`,
+  );
+  assert.match(readme, /`\.\/scripts\/sherlock\.sh demo`/);
+  assert.match(readme, /`\.\/scripts\/test\.sh`/);
+  assert.ok(
+    linksOf("README.md", readme).some((link) =>
+      link.target === "docs/manual/README.md"
+    ),
+    "README.md links the manual's table of contents",
+  );
+});
+
+Deno.test("the manual's table of contents links every topic of docs/manual/ and the other docs", () => {
+  const toc = "docs/manual/README.md";
+  const text = Deno.readTextFileSync(join(REPO_ROOT, toc));
+  const targets = new Set(
+    linksOf(toc, text).map((link) => link.target.split("#")[0]),
+  );
+  const wanted = [
+    ...markdownIn("docs/manual").filter((path) => path !== toc)
+      .map((path) => path.slice("docs/manual/".length)),
+    ...markdownIn("docs").map((path) => `../${path.slice("docs/".length)}`),
+  ];
+  assert.deepEqual(wanted.filter((path) => !targets.has(path)), []);
 });

@@ -50,7 +50,7 @@ function names(folder: string): string[] {
   }
 }
 
-Deno.test("install.sh: a verified binary goes to ~/.local/bin/sherlock, mode 0755, with the PATH hint and the completions line", async () => {
+Deno.test("install.sh: a verified binary goes to ~/.local/bin/sherlock, mode 0755, with the PATH hint, the demo to check it and the completions line", async () => {
   await using home = await createTestHome();
   const folder = download(home);
   const result = await install(home, sh(join(folder, NAME)));
@@ -67,6 +67,7 @@ Deno.test("install.sh: a verified binary goes to ~/.local/bin/sherlock, mode 075
   );
   assert.match(result.stdout, /is not on PATH; add it: export PATH=/);
   assert.match(result.stdout, /sherlock completions bash/);
+  assert.match(result.stdout, /^check it: \S+\/sherlock demo /m);
   // The hint works: with it, `sherlock` runs from PATH.
   const run = await runBash(`export PATH=${sh(bin)}:"$PATH"; sherlock`, {
     env: home.env,

@@ -42,3 +42,17 @@ Deno.test("sherlock.sh through a symlink on PATH (and a relative symlink to that
   assert.equal(chained.code, 0, chained.stderr);
   assert.match(chained.stdout, /executable = "claude"/);
 });
+
+Deno.test("the README's first command from a clone, ./scripts/sherlock.sh demo: the whole session passes, exit 0", async () => {
+  await using home = await createTestHome();
+  const result = await runBash("./scripts/sherlock.sh demo", {
+    env: {
+      ...home.env,
+      PATH: `${dirname(Deno.execPath())}:${home.env.PATH}`,
+    },
+    cwd: REPO_ROOT,
+  });
+  assert.equal(result.code, 0, result.stderr + result.stdout);
+  assert.equal(result.stderr, "");
+  assert.match(result.stdout, /^demo passed: /m);
+});

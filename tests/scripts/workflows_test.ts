@@ -147,6 +147,8 @@ Deno.test("release.yml: a tag builds each of the five targets on its own runner,
   );
   assert.match(release, /SHERLOCK_TEST_PROGRAM: .*dist\/sherlock-/);
   assert.match(release, /deno test --allow-all --quiet tests\/integration/);
+  // The compiled binary's smoke test is the newcomer's first command.
+  assert.match(release, /run: dist\/sherlock-\$\{\{ matrix.target \}\} demo$/m);
   assert.match(release, /sha256sum sherlock-\* install\.sh > SHA256SUMS/);
   assert.match(release, /uses: actions\/attest-build-provenance@v2/);
   assert.match(release, /gh release create "\$TAG" --draft --verify-tag/);

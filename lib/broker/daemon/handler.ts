@@ -471,7 +471,7 @@ function oidcConfig(settings: Settings): OidcConfig {
     throw new BrokerRequestError({
       code: "invalid_config",
       message:
-        `config.toml has no [login] provider = "oidc" (with issuer and client_id); see the README's SSO section`,
+        `config.toml has no [login] provider = "oidc" (with issuer and client_id); see docs/manual/login_sso.md`,
     });
   }
   return {

@@ -11,7 +11,7 @@
  *    apply only to `source = "x"`, as `command` does;
  * 4. its entry in `SOURCE_READINESS` (`lib/mcp/readiness.ts`): how
  *    `sherlock services` and `doctor` judge whether its token is available;
- * 5. its entry in the README's list of token sources.
+ * 5. its entry in the manual's list of token sources (docs/manual/broker.md).
  *
  * Steps 2, 3 and 4 cannot drift apart: `SOURCES` must name every source but
  * `none` (which needs no token) and nothing else, and `SOURCE_READINESS`

@@ -51,6 +51,7 @@ interface Setup extends AsyncDisposable {
  */
 async function setup(
   token = `client_id = "${EMA_CLIENT}"\nema_audiences = ["{AS}"]`,
+  signal?: "profile",
 ): Promise<Setup> {
   const clientIds: Record<string, string> = {};
   const audiences: string[] = [];
@@ -66,7 +67,7 @@ async function setup(
   });
   const as = await startAuthServer({
     accessTokenTtlSeconds: 3,
-    idJag: { issuer: provider.issuer, jwksUrl: provider.jwksUrl },
+    idJag: { issuer: provider.issuer, jwksUrl: provider.jwksUrl, signal },
     clients: [EMA_CLIENT, "sherlock-other"].map((client_id) => ({
       client_id,
       redirect_uris: ["http://127.0.0.1/callback"],
@@ -132,6 +133,12 @@ Deno.test("EMA: a token by ID-JAG with no browser; one exchange and one redempti
   const tokens = await Promise.all(sessions.map((one) => one.get()));
   assert.equal(new Set(tokens).size, 1, "one token for all");
   const [token] = tokens;
+
+  // What started it: the JWT-bearer grant in the AS's metadata (the
+  // ext-auth extension's signal), no grant profile.
+  const metadata = await (await fetch(as.metadataUrl)).json();
+  assert.ok(metadata.grant_types_supported.includes(JWT_BEARER));
+  assert.equal(metadata.authorization_grant_profiles_supported, undefined);
 
   // At the provider: one exchange for an ID-JAG, for the AS and the server.
   assert.equal(provider.exchanges.length, 1, "one exchange");
@@ -293,6 +300,20 @@ Deno.test("EMA: the provider's refusal, the AS's refusal and no OIDC login are 7
     );
     return true;
   });
+});
+
+Deno.test("EMA: an authorization server that lists the ID-JAG grant profile instead of the JWT-bearer grant is served too", async () => {
+  await using s = await setup(undefined, "profile");
+  const metadata = await (await fetch(s.as.metadataUrl)).json();
+  assert.ok(!metadata.grant_types_supported.includes(JWT_BEARER));
+  assert.deepEqual(metadata.authorization_grant_profiles_supported, [
+    "urn:ietf:params:oauth:grant-profile:id-jag",
+  ]);
+  const one = await session(s.home);
+  assert.ok(await one.get());
+  assert.equal(s.provider.exchanges.length, 1);
+  assert.equal(s.as.redemptions.length, 1);
+  assert.equal(s.as.redemptions[0].problem, undefined);
 });
 
 Deno.test("EMA: ema = false keeps the service on sherlock auth", async () => {

@@ -375,3 +375,95 @@ Deno.test("EMA: services test of a service served from the SSO login (the local 
   assert.doesNotMatch(result.stderr, /sherlock auth|login --local/);
   assert.match(result.stdout, /^tools:$/m);
 });
+
+/** An unsigned JWT with `claims` (the broker decodes, the provider verifies). */
+function jwt(claims: Record<string, unknown>): string {
+  const part = (value: unknown) =>
+    btoa(JSON.stringify(value)).replaceAll("=", "").replaceAll("+", "-")
+      .replaceAll("/", "_");
+  return `${part({ alg: "ES256" })}.${part(claims)}.c2lnbmF0dXJl`;
+}
+
+Deno.test("EMA from an ID token handed in: sherlock login --id-token-file holds it, the provider exchanges it for an ID-JAG; a wrong or expired one is one line", async () => {
+  await using s = await setup();
+  const { provider, as, home } = s;
+  // An ID token the provider issued to sherlock's client: the browser
+  // login's, as another SSO client of the operator's would hold it.
+  assert.ok(await (await session(home)).get());
+  const idToken = provider.exchanges[0].subjectToken!;
+  const logout = await home.sherlock(["logout"]);
+  assert.equal(logout.code, 0, logout.stderr);
+
+  const outside = await Deno.makeTempDir();
+  try {
+    const file = `${outside}/id-token`;
+    Deno.writeTextFileSync(file, `${idToken}\n`);
+    const login = await home.sherlock(["login", "--id-token-file", file]);
+    assert.equal(login.code, 0, login.stderr);
+    assert.match(
+      login.stdout,
+      /^logged in: subject tester \(the ID token's claims, decoded, not verified\) at http:\S+ with an ID token, since /,
+    );
+    const token = await (await session(home)).get();
+    assert.ok(token);
+    assert.equal(provider.exchanges.length, 2, "a new ID-JAG");
+    assert.equal(provider.exchanges[1].subjectToken, idToken);
+    assert.equal(as.redemptions.length, 2);
+    assert.equal(as.redemptions[1].problem, undefined);
+    // The ID token in no file of sherlock's, no argv or environment.
+    assert.deepEqual(filesContaining(home.root, [idToken]), []);
+    for (const pid of home.daemonPids()) {
+      for (const name of ["cmdline", "environ"]) {
+        const text = Deno.readTextFileSync(`/proc/${pid}/${name}`);
+        assert.ok(!text.includes(idToken), name);
+      }
+    }
+    const whoami = await home.sherlock(["whoami", "--verbose"]);
+    assert.match(whoami.stdout, /logged in with: an ID token/);
+
+    // Refused before anything is held: one line, no token quoted.
+    const now = Math.floor(Date.now() / 1000);
+    const cases: [Record<string, unknown>, number, RegExp][] = [
+      [
+        {
+          iss: "https://other.example",
+          sub: "x",
+          aud: LOGIN_CLIENT,
+          exp: now + 60,
+        },
+        78,
+        /^sherlock: the ID token handed to sherlock login was issued by https:\/\/other\.example, not by \[login\] issuer; it must be one the provider http:\S+ issued to \[login\] client_id sherlock-cli$/,
+      ],
+      [
+        { iss: provider.issuer, sub: "x", aud: "someone-else", exp: now + 60 },
+        78,
+        /^sherlock: the ID token handed to sherlock login is for another client; /,
+      ],
+      [
+        { iss: provider.issuer, sub: "x", aud: LOGIN_CLIENT, exp: now - 60 },
+        77,
+        /^sherlock: the ID token handed to sherlock login has expired; run "sherlock login --id-token-file PATH"/,
+      ],
+    ];
+    for (const [claims, code, message] of cases) {
+      const bad = jwt(claims);
+      const result = await home.sherlock(["login", "--id-token-env", "ID"], {
+        env: { ID: bad },
+      });
+      assert.equal(result.code, code, result.stderr);
+      assert.equal(result.stderr.trim().split("\n").length, 1, result.stderr);
+      assert.match(result.stderr.trim(), message);
+      assert.ok(!result.stderr.includes(bad));
+    }
+    const mixed = await home.sherlock([
+      "login",
+      "--id-token-file",
+      file,
+      "--subject-token-type",
+      "jwt",
+    ]);
+    assert.equal(mixed.code, 2, mixed.stderr);
+  } finally {
+    await Deno.remove(outside, { recursive: true });
+  }
+});

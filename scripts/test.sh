@@ -41,7 +41,7 @@ echo "== installing the MCP conformance suite (from npm) for tests/conformance/"
 # Keep the version in step with SUITE_PACKAGE in tests/conformance/conformance_test.ts.
 # Its own prefix, not deno.json: a test-only tool whose dependencies (express,
 # octokit, undici…) stay out of deno.lock and node_modules/.
-conformance_version="0.1.16"
+conformance_version="0.2.0-alpha.12"
 if ! grep -qs "\"version\": \"$conformance_version\"" \
   .cache/conformance/node_modules/@modelcontextprotocol/conformance/package.json; then
   npm install --prefix .cache/conformance --no-audit --no-fund --loglevel=error \

@@ -111,6 +111,11 @@ export interface OidcLoginStatus {
   workload?: {
     claimsFrom: "id_token" | "access_token" | "subject_token" | "none";
     claimsIssuer?: string;
+    /**
+     * `sherlock login --id-token-file`: the token handed in is an ID token,
+     * held as the login (no exchange, no access token, no refresh).
+     */
+    held?: boolean;
   };
 }
 
@@ -137,6 +142,13 @@ export interface OidcWorkloadRequest {
   subjectToken: string;
   /** Its RFC 8693 token type URN. */
   subjectTokenType: string;
+  /**
+   * `sherlock login --id-token-file`: the token is an ID token the
+   * provider issued to the `[login] client_id` (got by another SSO
+   * client), held as the login itself, not exchanged: the identity
+   * assertion of Enterprise-Managed Authorization.
+   */
+  hold?: boolean;
 }
 
 /** `POST /v1/oidc/start`: begin `sherlock login` at the OpenID provider. */

@@ -200,6 +200,8 @@ Example:
        sherlock login [--device | --no-browser]      ([login] provider = "oidc")
        sherlock login --subject-token-file PATH | --subject-token-env VAR
                       [--subject-token-type TYPE]    ([login] provider = "oidc")
+       sherlock login --id-token-file PATH | --id-token-env VAR
+                                                     ([login] provider = "oidc")
        sherlock login --local [--passphrase-file PATH]
 
 Unlocks the local secret store in the broker, which then serves tokens
@@ -231,6 +233,11 @@ access_token. The token is read once, sent to the provider, not kept.
 Exit codes: 69 provider unreachable, 77 token refused or login expired,
 78 misconfiguration (no [login] provider = "oidc", no token at PATH or
 in VAR, the client may not exchange tokens).
+
+--id-token-file PATH (or --id-token-env VAR) hands the broker an ID token
+the provider issued to [login] client_id through another SSO client; it
+is held as the login (no exchange, no access token) until it expires,
+for Enterprise-Managed Authorization (see the README).
 
 Examples:
   sherlock login

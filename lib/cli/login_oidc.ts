@@ -109,13 +109,7 @@ export async function chooseLogin(
   const rest = parsed.rest;
   const oidcFlags = [
     ...rest.filter((arg) => arg === "--device" || arg === "--no-browser"),
-    ...(parsed.source
-      ? [
-        parsed.source.file !== undefined
-          ? WORKLOAD_FLAGS[0]
-          : WORKLOAD_FLAGS[1],
-      ]
-      : []),
+    ...(parsed.source ? [sourceFlag(parsed.source)] : []),
   ];
   if (local) {
     if (oidcFlags.length > 0) {
@@ -146,15 +140,15 @@ export async function chooseLogin(
     return { local: rest };
   }
   const usage =
-    "usage: sherlock login [--device | --no-browser], sherlock login --subject-token-file PATH | --subject-token-env VAR [--subject-token-type TYPE], or sherlock login --local [--passphrase-file PATH]";
+    "usage: sherlock login [--device | --no-browser], sherlock login --subject-token-file PATH | --subject-token-env VAR [--subject-token-type TYPE], sherlock login --id-token-file PATH | --id-token-env VAR, or sherlock login --local [--passphrase-file PATH]";
   if (rest.some((arg) => arg !== "--device" && arg !== "--no-browser")) {
     throw new UsageError(usage);
   }
   if (parsed.source && rest.length > 0) {
     throw new UsageError(
-      `${
-        rest[0]
-      } does not go with a workload token: that login needs no browser`,
+      `${rest[0]} does not go with ${
+        parsed.source.hold ? "an ID token" : "a workload token"
+      }: that login needs no browser`,
     );
   }
   return {
@@ -164,4 +158,12 @@ export async function chooseLogin(
       ...(parsed.source ? { workload: parsed.source } : {}),
     },
   };
+}
+
+/** The flag that named a token source, for an error about it. */
+function sourceFlag(source: WorkloadTokenSource): string {
+  const [file, env] = source.hold
+    ? [WORKLOAD_FLAGS[3], WORKLOAD_FLAGS[4]]
+    : [WORKLOAD_FLAGS[0], WORKLOAD_FLAGS[1]];
+  return source.file !== undefined ? file : env;
 }

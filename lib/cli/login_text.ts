@@ -33,7 +33,11 @@ export function describeOidcLogin(status: OidcLoginStatus): string {
   const ends = status.refreshToken
     ? `the access token renews until the provider ends the login (next renewal by ${status.accessTokenExpiresAt})`
     : `ends at ${status.accessTokenExpiresAt}`;
-  const via = status.workload ? ` with a workload token` : "";
+  const via = status.workload?.held
+    ? ` with an ID token`
+    : status.workload
+    ? ` with a workload token`
+    : "";
   return `${
     status.workload ? workloadSubject(status.workload, who) : who
   } at ${status.issuer}${via}, since ${status.since}; ${ends}`;
@@ -45,6 +49,9 @@ function workloadSubject(
   who: string,
 ): string {
   const from = workload.claimsIssuer ? ` from ${workload.claimsIssuer}` : "";
+  if (workload.held) {
+    return `${who} (the ID token's claims, decoded, not verified)`;
+  }
   switch (workload.claimsFrom) {
     case "id_token":
       return who;
@@ -68,7 +75,9 @@ export function loginDetails(who: Whoami): string[] {
     `subject: ${who.oidc.subject}`,
     ...(who.oidc.workload
       ? [
-        `logged in with: a workload token (claims from ${who.oidc.workload.claimsFrom}${
+        `logged in with: ${
+          who.oidc.workload.held ? "an ID token" : "a workload token"
+        } (claims from ${who.oidc.workload.claimsFrom}${
           who.oidc.workload.claimsFrom === "id_token" ? ", verified" : ""
         })`,
       ]

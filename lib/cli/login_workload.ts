@@ -6,6 +6,12 @@
  * over its socket, which exchanges it at the provider (RFC 8693) and holds
  * what comes back. No terminal, no browser, no passphrase.
  *
+ * `sherlock login --id-token-file PATH` (or `--id-token-env VAR`) takes the
+ * same path with an ID token the provider issued to the `[login]
+ * client_id` through another SSO client: the daemon holds it as the login
+ * (no exchange) until it expires — the identity assertion that
+ * Enterprise-Managed Authorization exchanges for ID-JAGs.
+ *
  * @module
  */
 
@@ -28,6 +34,8 @@ export interface WorkloadTokenSource {
   env?: string;
   /** The RFC 8693 type URN (`--subject-token-type`, short names mapped). */
   type: string;
+  /** `--id-token-file`/`--id-token-env`: an ID token held, not exchanged. */
+  hold?: boolean;
 }
 
 /** The flags of a workload login, as `chooseLogin` passes them on. */
@@ -35,6 +43,8 @@ export const WORKLOAD_FLAGS = [
   "--subject-token-file",
   "--subject-token-env",
   "--subject-token-type",
+  "--id-token-file",
+  "--id-token-env",
 ] as const;
 
 /**
@@ -57,6 +67,7 @@ export async function workloadLoginCommand(
   const status = await workloadLogin(paths.socket, {
     subjectToken,
     subjectTokenType: source.type,
+    ...(source.hold ? { hold: true } : {}),
   });
   printLine(`logged in: ${describeOidcLogin(status)}`);
   return 0;
@@ -88,9 +99,22 @@ export function parseWorkloadFlags(
     }
     values[known] = value;
   }
-  const file = values["--subject-token-file"];
-  const env = values["--subject-token-env"];
+  const given = WORKLOAD_FLAGS.filter((flag) =>
+    flag !== "--subject-token-type" && values[flag] !== undefined
+  );
+  if (given.length > 1) {
+    throw new UsageError(`give ${given[0]} or ${given[1]}, not both`);
+  }
+  const hold = values["--id-token-file"] !== undefined ||
+    values["--id-token-env"] !== undefined;
+  const file = values["--subject-token-file"] ?? values["--id-token-file"];
+  const env = values["--subject-token-env"] ?? values["--id-token-env"];
   const typeName = values["--subject-token-type"];
+  if (hold && typeName !== undefined) {
+    throw new UsageError(
+      "--subject-token-type goes with --subject-token-file or --subject-token-env; --id-token-file and --id-token-env take an ID token",
+    );
+  }
   if (file === undefined && env === undefined) {
     if (typeName !== undefined) {
       throw new UsageError(
@@ -98,11 +122,6 @@ export function parseWorkloadFlags(
       );
     }
     return { rest };
-  }
-  if (file !== undefined && env !== undefined) {
-    throw new UsageError(
-      "give --subject-token-file or --subject-token-env, not both",
-    );
   }
   const type = typeName === undefined
     ? DEFAULT_SUBJECT_TOKEN_TYPE
@@ -119,6 +138,7 @@ export function parseWorkloadFlags(
       ...(file !== undefined ? { file } : {}),
       ...(env !== undefined ? { env } : {}),
       type,
+      ...(hold ? { hold } : {}),
     },
     rest,
   };
@@ -135,8 +155,10 @@ export function readSubjectToken(
 ): string {
   let text: string | undefined;
   let where: string;
+  const what = source.hold ? "the ID token" : "the workload token";
+  const holder = source.hold ? "you" : "the CI job";
   if (source.file !== undefined) {
-    where = `the subject token file ${source.file}`;
+    where = `the ${source.hold ? "ID" : "subject"} token file ${source.file}`;
     text = readOperatorFile(
       source.file,
       "a subject token file",
@@ -144,7 +166,7 @@ export function readSubjectToken(
     );
     if (text === undefined) {
       throw new ConfigError(
-        `${where} does not exist: the CI job must write the workload token there before "sherlock login"`,
+        `${where} does not exist: ${holder} must write ${what} there before "sherlock login"`,
       );
     }
   } else {
@@ -152,7 +174,7 @@ export function readSubjectToken(
     text = env[source.env!];
     if (text === undefined) {
       throw new ConfigError(
-        `${where} is not set: the CI job must put the workload token in it before "sherlock login"`,
+        `${where} is not set: ${holder} must put ${what} in it before "sherlock login"`,
       );
     }
   }
@@ -161,7 +183,7 @@ export function readSubjectToken(
   // deno-lint-ignore no-control-regex
   if (/[\s\u0000-\u001f\u007f]/.test(token)) {
     throw new ConfigError(
-      `${where} holds more than one token (whitespace or control characters inside); it must hold the workload token alone`,
+      `${where} holds more than one token (whitespace or control characters inside); it must hold ${what} alone`,
     );
   }
   return token;

@@ -51,6 +51,7 @@ interface Setup extends AsyncDisposable {
  */
 async function setup(
   token = `client_id = "${EMA_CLIENT}"\nema_audiences = ["{AS}"]`,
+  signal?: "profile",
 ): Promise<Setup> {
   const clientIds: Record<string, string> = {};
   const audiences: string[] = [];
@@ -66,7 +67,7 @@ async function setup(
   });
   const as = await startAuthServer({
     accessTokenTtlSeconds: 3,
-    idJag: { issuer: provider.issuer, jwksUrl: provider.jwksUrl },
+    idJag: { issuer: provider.issuer, jwksUrl: provider.jwksUrl, signal },
     clients: [EMA_CLIENT, "sherlock-other"].map((client_id) => ({
       client_id,
       redirect_uris: ["http://127.0.0.1/callback"],
@@ -132,6 +133,12 @@ Deno.test("EMA: a token by ID-JAG with no browser; one exchange and one redempti
   const tokens = await Promise.all(sessions.map((one) => one.get()));
   assert.equal(new Set(tokens).size, 1, "one token for all");
   const [token] = tokens;
+
+  // What started it: the JWT-bearer grant in the AS's metadata (the
+  // ext-auth extension's signal), no grant profile.
+  const metadata = await (await fetch(as.metadataUrl)).json();
+  assert.ok(metadata.grant_types_supported.includes(JWT_BEARER));
+  assert.equal(metadata.authorization_grant_profiles_supported, undefined);
 
   // At the provider: one exchange for an ID-JAG, for the AS and the server.
   assert.equal(provider.exchanges.length, 1, "one exchange");
@@ -295,6 +302,20 @@ Deno.test("EMA: the provider's refusal, the AS's refusal and no OIDC login are 7
   });
 });
 
+Deno.test("EMA: an authorization server that lists the ID-JAG grant profile instead of the JWT-bearer grant is served too", async () => {
+  await using s = await setup(undefined, "profile");
+  const metadata = await (await fetch(s.as.metadataUrl)).json();
+  assert.ok(!metadata.grant_types_supported.includes(JWT_BEARER));
+  assert.deepEqual(metadata.authorization_grant_profiles_supported, [
+    "urn:ietf:params:oauth:grant-profile:id-jag",
+  ]);
+  const one = await session(s.home);
+  assert.ok(await one.get());
+  assert.equal(s.provider.exchanges.length, 1);
+  assert.equal(s.as.redemptions.length, 1);
+  assert.equal(s.as.redemptions[0].problem, undefined);
+});
+
 Deno.test("EMA: ema = false keeps the service on sherlock auth", async () => {
   await using s = await setup(
     `client_id = "${EMA_CLIENT}"\nema_audiences = ["{AS}"]\nema = false`,
@@ -353,4 +374,96 @@ Deno.test("EMA: services test of a service served from the SSO login (the local 
   assert.equal(result.code, 0, result.stderr);
   assert.doesNotMatch(result.stderr, /sherlock auth|login --local/);
   assert.match(result.stdout, /^tools:$/m);
+});
+
+/** An unsigned JWT with `claims` (the broker decodes, the provider verifies). */
+function jwt(claims: Record<string, unknown>): string {
+  const part = (value: unknown) =>
+    btoa(JSON.stringify(value)).replaceAll("=", "").replaceAll("+", "-")
+      .replaceAll("/", "_");
+  return `${part({ alg: "ES256" })}.${part(claims)}.c2lnbmF0dXJl`;
+}
+
+Deno.test("EMA from an ID token handed in: sherlock login --id-token-file holds it, the provider exchanges it for an ID-JAG; a wrong or expired one is one line", async () => {
+  await using s = await setup();
+  const { provider, as, home } = s;
+  // An ID token the provider issued to sherlock's client: the browser
+  // login's, as another SSO client of the operator's would hold it.
+  assert.ok(await (await session(home)).get());
+  const idToken = provider.exchanges[0].subjectToken!;
+  const logout = await home.sherlock(["logout"]);
+  assert.equal(logout.code, 0, logout.stderr);
+
+  const outside = await Deno.makeTempDir();
+  try {
+    const file = `${outside}/id-token`;
+    Deno.writeTextFileSync(file, `${idToken}\n`);
+    const login = await home.sherlock(["login", "--id-token-file", file]);
+    assert.equal(login.code, 0, login.stderr);
+    assert.match(
+      login.stdout,
+      /^logged in: subject tester \(the ID token's claims, decoded, not verified\) at http:\S+ with an ID token, since /,
+    );
+    const token = await (await session(home)).get();
+    assert.ok(token);
+    assert.equal(provider.exchanges.length, 2, "a new ID-JAG");
+    assert.equal(provider.exchanges[1].subjectToken, idToken);
+    assert.equal(as.redemptions.length, 2);
+    assert.equal(as.redemptions[1].problem, undefined);
+    // The ID token in no file of sherlock's, no argv or environment.
+    assert.deepEqual(filesContaining(home.root, [idToken]), []);
+    for (const pid of home.daemonPids()) {
+      for (const name of ["cmdline", "environ"]) {
+        const text = Deno.readTextFileSync(`/proc/${pid}/${name}`);
+        assert.ok(!text.includes(idToken), name);
+      }
+    }
+    const whoami = await home.sherlock(["whoami", "--verbose"]);
+    assert.match(whoami.stdout, /logged in with: an ID token/);
+
+    // Refused before anything is held: one line, no token quoted.
+    const now = Math.floor(Date.now() / 1000);
+    const cases: [Record<string, unknown>, number, RegExp][] = [
+      [
+        {
+          iss: "https://other.example",
+          sub: "x",
+          aud: LOGIN_CLIENT,
+          exp: now + 60,
+        },
+        78,
+        /^sherlock: the ID token handed to sherlock login was issued by https:\/\/other\.example, not by \[login\] issuer; it must be one the provider http:\S+ issued to \[login\] client_id sherlock-cli$/,
+      ],
+      [
+        { iss: provider.issuer, sub: "x", aud: "someone-else", exp: now + 60 },
+        78,
+        /^sherlock: the ID token handed to sherlock login is for another client; /,
+      ],
+      [
+        { iss: provider.issuer, sub: "x", aud: LOGIN_CLIENT, exp: now - 60 },
+        77,
+        /^sherlock: the ID token handed to sherlock login has expired; run "sherlock login --id-token-file PATH"/,
+      ],
+    ];
+    for (const [claims, code, message] of cases) {
+      const bad = jwt(claims);
+      const result = await home.sherlock(["login", "--id-token-env", "ID"], {
+        env: { ID: bad },
+      });
+      assert.equal(result.code, code, result.stderr);
+      assert.equal(result.stderr.trim().split("\n").length, 1, result.stderr);
+      assert.match(result.stderr.trim(), message);
+      assert.ok(!result.stderr.includes(bad));
+    }
+    const mixed = await home.sherlock([
+      "login",
+      "--id-token-file",
+      file,
+      "--subject-token-type",
+      "jwt",
+    ]);
+    assert.equal(mixed.code, 2, mixed.stderr);
+  } finally {
+    await Deno.remove(outside, { recursive: true });
+  }
 });

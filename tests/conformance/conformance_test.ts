@@ -27,7 +27,7 @@ import { fileURLToPath } from "node:url";
 import { REPO_ROOT } from "../helpers/sherlock.ts";
 
 /** The suite's npm package, pinned (keep in step with scripts/test.sh). */
-export const SUITE_PACKAGE = "@modelcontextprotocol/conformance@0.1.16";
+export const SUITE_PACKAGE = "@modelcontextprotocol/conformance@0.2.0-alpha.12";
 
 /** The client scenarios run besides the `auth/*` ones. */
 export const OTHER_SCENARIOS: readonly string[] = [

@@ -21,10 +21,18 @@
  * 3. `sherlock login` with a passphrase on stdin;
  * 4. for `auth/*` (but `auth/client-credentials-*`, which configure
  *    `grant = "client_credentials"` with the context's `client_secret` or
- *    `private_key_pem` stored, and need no person):
+ *    `private_key_pem` stored, and need no person, and Enterprise-Managed
+ *    Authorization, below):
  *    `sherlock auth conformance`, `$BROWSER` a headless browser
  *    that follows the authorization server's redirects
- *    (`tests/fixtures/oauth/approve_browser.ts`);
+ *    (`tests/fixtures/oauth/approve_browser.ts`); for Enterprise-Managed
+ *    Authorization (the context hands out an IdP's ID token: the
+ *    cross-app scenario), what its operator would configure instead:
+ *    `[login] provider = "oidc"` at the scenario's IdP,
+ *    `sherlock login --local` for the pre-registered client's secret,
+ *    `sherlock login --id-token-file` with the ID token, and
+ *    `ema_audiences` naming the server's authorization server (read from
+ *    its protected-resource metadata, as the operator would look it up);
  * 5. `sherlock run standin`: the stand-in agent (`standin_agent.ts`) reads
  *    the rendered config and speaks MCP to the `sherlock bridge` entry;
  * 6. the broker stopped and the HOME removed.
@@ -74,6 +82,10 @@ interface ScenarioContext {
   /** `auth/client-credentials-jwt`: the client's PKCS#8 key, ES256. */
   private_key_pem?: string;
   signing_algorithm?: string;
+  /** Enterprise-Managed Authorization: the IdP and its ID token. */
+  idp_issuer?: string;
+  idp_client_id?: string;
+  idp_id_token?: string;
 }
 
 /** The name the client-credentials scenarios' private key is stored under. */
@@ -82,6 +94,37 @@ const CLIENT_KEY_NAME = "conformance-client-key";
 /** The scenarios with no person: the client logs in as itself. */
 function clientCredentials(scenario: string): boolean {
   return scenario.startsWith("auth/client-credentials-");
+}
+
+/** The scenarios of Enterprise-Managed Authorization (cross-app access). */
+function enterpriseManaged(context: ScenarioContext): boolean {
+  return context.idp_id_token !== undefined;
+}
+
+/**
+ * The issuer of `url`'s authorization server, from its protected-resource
+ * metadata (RFC 9728: path-inserted, then at the root): what an operator
+ * writes into `ema_audiences`.
+ */
+async function authorizationServerOf(url: string): Promise<string> {
+  const { origin, pathname } = new URL(url);
+  for (
+    const candidate of [
+      `${origin}/.well-known/oauth-protected-resource${pathname}`,
+      `${origin}/.well-known/oauth-protected-resource`,
+    ]
+  ) {
+    const answer = await fetch(candidate);
+    if (!answer.ok) {
+      await answer.body?.cancel();
+      continue;
+    }
+    const servers = (await answer.json()).authorization_servers;
+    if (Array.isArray(servers) && typeof servers[0] === "string") {
+      return servers[0];
+    }
+  }
+  throw new Error(`${url} publishes no protected-resource metadata`);
 }
 
 function log(line: string): void {
@@ -95,6 +138,8 @@ export function serviceToml(
     scenario: string;
     context: ScenarioContext;
     helper: string;
+    /** Enterprise-Managed Authorization: the issuer to allow. */
+    emaAudience?: string;
   },
 ): string {
   const lines = [
@@ -123,6 +168,11 @@ export function serviceToml(
         lines.push(`client_key = ${JSON.stringify(CLIENT_KEY_NAME)}`);
       } else if (options.context.client_secret) {
         lines.push(`client_secret = ${JSON.stringify(CLIENT_SECRET_NAME)}`);
+      }
+      if (options.emaAudience) {
+        lines.push(
+          `ema_audiences = [${JSON.stringify(options.emaAudience)}]`,
+        );
       }
     } else {
       lines.push(
@@ -180,9 +230,27 @@ async function main(args: string[]): Promise<number> {
     } ${sh(STANDIN_AGENT_TS)} "$@"`,
   ]);
   home.writeProfile(AGENT, profileToml({ name: AGENT, executable: AGENT }));
+  const ema = enterpriseManaged(context);
+  if (ema) {
+    home.writeConfig(
+      [
+        "[login]",
+        'provider = "oidc"',
+        `issuer = ${JSON.stringify(context.idp_issuer)}`,
+        `client_id = ${JSON.stringify(context.idp_client_id)}`,
+        "",
+      ].join("\n"),
+    );
+  }
   home.writeService(
     SERVICE,
-    serviceToml({ url, scenario, context, helper }),
+    serviceToml({
+      url,
+      scenario,
+      context,
+      helper,
+      ...(ema ? { emaAudience: await authorizationServerOf(url) } : {}),
+    }),
   );
   const env = {
     BROWSER: browser,
@@ -203,7 +271,9 @@ async function main(args: string[]): Promise<number> {
     return result.code;
   };
 
-  if (await step(["login"], "conformance passphrase\n") !== 0) return 1;
+  // With the SSO login configured, the store is unlocked with --local.
+  const local = ema ? ["login", "--local"] : ["login"];
+  if (await step(local, "conformance passphrase\n") !== 0) return 1;
   if (context.client_secret) {
     const stored = await step(
       ["secret", "set", CLIENT_SECRET_NAME],
@@ -219,8 +289,17 @@ async function main(args: string[]): Promise<number> {
     );
     if (stored !== 0) return 1;
   }
-  // No person, no `sherlock auth`: the broker logs in as the client.
-  if (scenario.startsWith("auth/") && !clientCredentials(scenario)) {
+  if (ema) {
+    // The ID token the IdP issued (the suite plays its SSO client).
+    const file = join(home.root, "id-token");
+    Deno.writeTextFileSync(file, context.idp_id_token!, { mode: 0o600 });
+    if (await step(["login", "--id-token-file", file]) !== 0) return 1;
+  }
+  // No person, no `sherlock auth`: the broker logs in as the client, or
+  // gets its tokens from the SSO login.
+  if (
+    scenario.startsWith("auth/") && !clientCredentials(scenario) && !ema
+  ) {
     if (await step(["auth", SERVICE]) !== 0) return 1;
   }
   const code = await step(["run", AGENT]);

@@ -354,10 +354,12 @@ async function route(
       throw badRequest(`"subjectTokenType" must be a token type URN`);
     }
     const config = oidcConfig(await context.settings());
-    const status = await context.login.oidc.loginWithWorkloadToken(config, {
-      token: subjectToken,
-      type: subjectTokenType,
-    });
+    const status = body.hold === true
+      ? await context.login.oidc.loginWithIdToken(config, subjectToken)
+      : await context.login.oidc.loginWithWorkloadToken(config, {
+        token: subjectToken,
+        type: subjectTokenType,
+      });
     // A new login: no token got with the old one is served again.
     context.tokens.clear();
     context.login.touch();

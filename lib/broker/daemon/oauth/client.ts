@@ -57,7 +57,6 @@ import {
   clientAuthentication,
   type ClientAuthMethod,
   defaultEndpoints,
-  ID_JAG_PROFILE,
   JWT_BEARER_GRANT,
   legacyServerMetadataUrls,
   limitScopes,
@@ -71,6 +70,7 @@ import {
   readLegacyServerMetadata,
   readResourceMetadata,
   readServerMetadata,
+  redeemsIdJag,
   type ServerMetadata,
 } from "./rules.ts";
 
@@ -1003,9 +1003,7 @@ export class OAuthClient {
         }; register a client there and set [token] client_id in services.d/${service.service.name}.toml`,
       );
     }
-    const jwtBearer = metadata.grantProfilesSupported?.includes(
-      ID_JAG_PROFILE,
-    ) ?? false;
+    const jwtBearer = redeemsIdJag(metadata);
     const answer = await requestJson(metadata.registrationEndpoint, {
       body: JSON.stringify({
         client_name: "sherlock",

@@ -1,9 +1,12 @@
 /**
  * Enterprise-Managed Authorization (the MCP ext-auth extension) for a
  * remote `source = "oauth"` service: where the service's authorization
- * server lists {@linkcode ID_JAG_PROFILE} in
- * `authorization_grant_profiles_supported` and the operator is logged in
- * at an OpenID provider (`sherlock login`), no browser is needed. The
+ * server redeems ID-JAGs — its `grant_types_supported` lists the
+ * JWT-bearer grant ({@linkcode JWT_BEARER_GRANT}), the grant the extension
+ * has the client use there (the extension names no metadata of its own),
+ * or `authorization_grant_profiles_supported` lists
+ * {@linkcode ID_JAG_PROFILE} — and the operator is logged in at an OpenID
+ * provider (`sherlock login`), no browser is needed. The
  * daemon exchanges the login's ID token at the provider for an ID-JAG
  * (draft-ietf-oauth-identity-assertion-authz-grant: RFC 8693 with
  * `requested_token_type` {@linkcode ID_JAG_TOKEN_TYPE}, `audience` = the
@@ -35,6 +38,7 @@ import {
   chooseScopes,
   ID_JAG_PROFILE,
   JWT_BEARER_GRANT,
+  redeemsIdJag,
   type ServerMetadata,
 } from "./rules.ts";
 
@@ -52,11 +56,18 @@ export function audienceAllowed(service: Service, issuer: string): boolean {
   return service.token.ema_audiences?.includes(issuer) ?? false;
 }
 
-/** True when `metadata`'s server redeems ID-JAGs. */
+/**
+ * True when `metadata`'s server redeems ID-JAGs: the JWT-bearer grant in
+ * its `grant_types_supported` (the signal of the ext-auth extension), or
+ * the ID-JAG grant profile ({@linkcode redeemsIdJag}).
+ */
 export function offersEma(
-  metadata: Pick<ServerMetadata, "grantProfilesSupported">,
+  metadata: Pick<
+    ServerMetadata,
+    "grantTypesSupported" | "grantProfilesSupported"
+  >,
 ): boolean {
-  return metadata.grantProfilesSupported?.includes(ID_JAG_PROFILE) ?? false;
+  return redeemsIdJag(metadata);
 }
 
 /**

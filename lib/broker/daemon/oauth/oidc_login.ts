@@ -40,6 +40,7 @@ import {
 } from "./loopback.ts";
 import {
   type ClaimsSource,
+  heldIdTokenClaims,
   workloadClaims,
   workloadExchangeForm,
   workloadRefusal,
@@ -117,7 +118,7 @@ interface Held {
   refreshToken?: string;
   since: Date;
   /** A workload login's: whose claims `claims` are. */
-  workload?: { claimsFrom: ClaimsSource | "none" };
+  workload?: { claimsFrom: ClaimsSource | "none"; held?: boolean };
 }
 
 /** The OIDC login of one daemon. */
@@ -153,6 +154,7 @@ export class OidcLogin {
         ? {
           workload: {
             claimsFrom: held.workload.claimsFrom,
+            ...(held.workload.held ? { held: true } : {}),
             ...(held.workload.claimsFrom === "none"
               ? {}
               : { claimsIssuer: held.claims.iss }),
@@ -211,6 +213,37 @@ export class OidcLogin {
       idToken,
       tokens,
       workload: { claimsFrom },
+    });
+  }
+
+  /**
+   * Holds an ID token handed in (`sherlock login --id-token-file`: one the
+   * provider issued to the `[login] client_id` through another SSO
+   * client) as the login: the identity assertion that Enterprise-Managed
+   * Authorization exchanges for ID-JAGs. No access token, no refresh: the
+   * login ends when the ID token expires.
+   */
+  async loginWithIdToken(
+    config: OidcConfig,
+    idToken: string,
+  ): Promise<OidcLoginStatus> {
+    const claims = heldIdTokenClaims(idToken, {
+      issuer: config.issuer,
+      clientId: config.clientId,
+      now: Date.now(),
+    });
+    const provider = await discoverProvider(config.issuer);
+    return this.#hold({
+      config,
+      provider,
+      claims,
+      idToken,
+      // No access token; the login lasts as long as the ID token.
+      tokens: {
+        accessToken: "",
+        expiresIn: (claims.exp * 1000 - Date.now()) / 1000,
+      },
+      workload: { claimsFrom: "subject_token", held: true },
     });
   }
 
@@ -383,6 +416,13 @@ export class OidcLogin {
    */
   async accessToken(): Promise<Token> {
     const held = await this.#fresh();
+    if (held.workload?.held) {
+      throw new BrokerRequestError({
+        code: "invalid_config",
+        message:
+          `the login from an ID token (sherlock login --id-token-file) holds no access token; a service that needs one needs another login`,
+      });
+    }
     return { token: held.accessToken, expiresAt: held.accessExpiresAt };
   }
 
@@ -704,6 +744,11 @@ function notLoggedIn(
  * command, since `sherlock login` alone would open a browser on a runner.
  */
 function expired(held: Held): BrokerRequestError {
+  if (held.workload?.held) {
+    return notLoggedIn(
+      `the login at ${held.config.issuer} from an ID token has expired; run "sherlock login --id-token-file PATH" (or --id-token-env VAR) with a fresh one`,
+    );
+  }
   return held.workload
     ? notLoggedIn(
       `the login at ${held.config.issuer} from a workload token has expired; run "sherlock login --subject-token-file PATH" (or --subject-token-env VAR) with a fresh one`,

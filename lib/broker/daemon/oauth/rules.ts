@@ -206,6 +206,24 @@ export const ID_JAG_PROFILE = "urn:ietf:params:oauth:grant-profile:id-jag";
 export const JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
 /**
+ * True when `metadata`'s server redeems ID-JAGs (Enterprise-Managed
+ * Authorization): its `grant_types_supported` lists the JWT-bearer grant,
+ * the one grant the ext-auth extension has the client use at the server
+ * (its §5; the extension defines no metadata of its own), or its
+ * `authorization_grant_profiles_supported` lists {@linkcode ID_JAG_PROFILE}
+ * (the IETF draft's signal, which some servers send instead).
+ */
+export function redeemsIdJag(
+  metadata: Pick<
+    ServerMetadata,
+    "grantTypesSupported" | "grantProfilesSupported"
+  >,
+): boolean {
+  return (metadata.grantTypesSupported?.includes(JWT_BEARER_GRANT) ?? false) ||
+    (metadata.grantProfilesSupported?.includes(ID_JAG_PROFILE) ?? false);
+}
+
+/**
  * Checks RFC 8414 metadata fetched for `issuer`: the issuer must be the one
  * asked (§3.3), the endpoints present. Returns a problem or the parts.
  */

@@ -95,3 +95,49 @@ export function workloadClaims(
   }
   return undefined;
 }
+
+/**
+ * The claims of an ID token handed in (`sherlock login --id-token-file`),
+ * checked to be the `[login]`'s: `iss` its issuer, `aud` its client id,
+ * `exp` in the future. Decoded, not verified (the provider may publish no
+ * keys): sherlock only presents the token back to its issuer, which
+ * verifies it (ext-auth EMA §4.1), and shows the claims as such. Throws
+ * `invalid_config` (78) for another issuer or client, `not_logged_in` (77)
+ * for an expired one; never quotes the token.
+ */
+export function heldIdTokenClaims(
+  token: string,
+  context: { issuer: string; clientId: string; now: number },
+): IdTokenClaims {
+  const claims = unverifiedClaims(token);
+  const refuse = (problem: string) =>
+    new BrokerRequestError({
+      code: "invalid_config",
+      message:
+        `the ID token handed to sherlock login ${problem}; it must be one the provider ${context.issuer} issued to [login] client_id ${context.clientId}`,
+    });
+  if (
+    !claims || typeof claims.sub !== "string" || typeof claims.exp !== "number"
+  ) {
+    throw refuse("is not a JWT with sub and exp");
+  }
+  if (claims.iss !== context.issuer) {
+    throw refuse(
+      `was issued by ${
+        redactTokens(oneLine(String(claims.iss)))
+      }, not by [login] issuer`,
+    );
+  }
+  const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+  if (!audiences.includes(context.clientId)) {
+    throw refuse("is for another client");
+  }
+  if (claims.exp * 1000 <= context.now) {
+    throw new BrokerRequestError({
+      code: "not_logged_in",
+      message:
+        `the ID token handed to sherlock login has expired; run "sherlock login --id-token-file PATH" (or --id-token-env VAR) with a fresh one`,
+    });
+  }
+  return claims as IdTokenClaims;
+}

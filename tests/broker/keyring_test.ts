@@ -27,6 +27,7 @@ import {
 import { filesContaining, randomToken } from "../helpers/leaks.ts";
 import { tokenServiceToml } from "../helpers/profiles.ts";
 import { lines } from "../helpers/sherlock.ts";
+import { waitUntil } from "../helpers/wait.ts";
 
 const missing = missingKeyringPrograms();
 const ignore = missing.length > 0;
@@ -330,6 +331,39 @@ Deno.test({
     assert.deepEqual(
       filesContaining(home.root, [key!, PASSPHRASE, newPassphrase]),
       [],
+    );
+  },
+});
+
+Deno.test({
+  name: "after the idle lock the keyring unlocks the store again, no prompt",
+  ignore,
+  async fn() {
+    const { home, value } = await homeWithSecret();
+    await using _ = home;
+    assert.equal(
+      (await home.sherlock(["login", "--remember"], {
+        stdin: `${PASSPHRASE}\n`,
+      })).code,
+      0,
+    );
+    // Set after --remember, which a one-second lock could overtake.
+    home.writeConfig("[broker]\nidle_timeout = 1\n");
+    await restartBroker(home); // reads the idle timeout
+    await home.login();
+    // Waits for the lock by the audit log, without asking the broker
+    // (which would unlock it again).
+    await waitUntil(
+      () => auditEntries(home).some((entry) => entry.event === "idle_lock"),
+      "the idle lock",
+    );
+    const session = await sessionValue(home);
+    assert.equal(session.code, 0, session.stderr);
+    assert.equal(session.value, value);
+    assert.ok(
+      auditEntries(home).some((entry) =>
+        entry.event === "login" && entry.keyring === "Secret Service"
+      ),
     );
   },
 });

@@ -132,5 +132,12 @@ export function loginJson(
         refreshToken: who.oidc.refreshToken,
       }
       : null,
+    remembered: who?.remembered
+      ? {
+        keyring: who.remembered.keyring,
+        state: who.remembered.state,
+        reason: who.remembered.reason ?? null,
+      }
+      : null,
   };
 }

@@ -138,10 +138,17 @@ Deno.test({
       ),
     );
 
-    // An explicit logout is not undone by the keyring.
+    // An explicit logout is not undone by the keyring; whoami still says
+    // that a key is remembered.
     assert.equal((await home.sherlock(["logout"])).code, 0);
     const afterLogout = await sessionValue(home);
     assert.equal(afterLogout.code, 77, afterLogout.stderr);
+    const locked = await home.sherlock(["whoami", "--verbose"]);
+    assert.equal(locked.code, 77);
+    assert.match(
+      locked.stdout,
+      /remembered key: in the Secret Service keyring/,
+    );
 
     // Searched: every file of the HOME (store, logs, audit, sessions),
     // the keyring tool's argv.

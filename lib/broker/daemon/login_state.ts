@@ -38,6 +38,7 @@ import {
   type SecretStore,
   storeExists,
   StoreExistsError,
+  storeHasRememberedKey,
   StoreLockedError,
   unlockStore,
   unlockStoreWithKey,
@@ -283,12 +284,13 @@ export class LoginState {
 
   /** What whoami says of the remembered key. */
   #rememberedStatus(): RememberedKeyStatus | undefined {
+    const kept = { keyring: this.#keyring.name, state: "kept" } as const;
     if (this.#store) {
-      return this.#store.remembered
-        ? this.#remembered ?? { keyring: this.#keyring.name, state: "kept" }
-        : undefined;
+      return this.#store.remembered ? this.#remembered ?? kept : undefined;
     }
-    return this.#remembered;
+    // Not asked (after a logout): what the store's header says.
+    return this.#remembered ??
+      (storeHasRememberedKey(this.#options.storePath) ? kept : undefined);
   }
 
   /**

@@ -593,6 +593,21 @@ export async function readStoreSummary(path: string): Promise<StoreSummary> {
   };
 }
 
+/**
+ * Whether the store at `path` has a remembered-key slot, read at once
+ * (for whoami); false when there is no readable, well-formed store.
+ */
+export function storeHasRememberedKey(path: string): boolean {
+  try {
+    const info = Deno.lstatSync(path);
+    if (!info.isFile || info.size > MAX_FILE_BYTES) return false;
+    const header = parseStoreFile(path, Deno.readFileSync(path)).header;
+    return header.version === 2 && header.remembered !== undefined;
+  } catch {
+    return false;
+  }
+}
+
 /** Decrypts a parsed file with its data key and makes the store. */
 function openParsed(
   options: {

@@ -135,9 +135,14 @@ export class LoginState {
     if (Date.now() - this.#lastMiss < KEYRING_RETRY_MS) {
       return Promise.resolve();
     }
-    const turn = this.#turn.then(() => this.#unlockRememberedNow());
-    this.#turn = turn.catch(() => {});
-    const looking = turn.catch(() => {}).finally(() => {
+    // Most stores have no remembered key: one read of the header, no wait.
+    if (!storeHasRememberedKey(this.#options.storePath)) {
+      this.#remembered = undefined;
+      return Promise.resolve();
+    }
+    // Not in the logins' turn: a passphrase login that waits out its delay
+    // must not hold up a request. Whichever unlocks first is the login.
+    const looking = this.#unlockRememberedNow().catch(() => {}).finally(() => {
       this.#looking = undefined;
     });
     this.#looking = looking;
@@ -176,7 +181,11 @@ export class LoginState {
     const key = decodeKey(found.value);
     try {
       const store = await unlockStoreWithKey(path, key);
-      this.#store?.lock();
+      if (this.loggedIn || this.#keyringPaused) {
+        // A login or a logout came first.
+        store.lock();
+        return;
+      }
       this.#store = store;
       this.#since = new Date();
       this.#remembered = { keyring, state: "unlocked" };

@@ -44,7 +44,7 @@ import {
   unlockStoreWithKey,
   WrongPassphraseError,
 } from "./secret_store.ts";
-import type { Keyring } from "./keyring/keyring.ts";
+import { type Keyring, KeyringUnavailableError } from "./keyring/keyring.ts";
 import { systemKeyring } from "./keyring/system_keyring.ts";
 
 /**
@@ -231,14 +231,16 @@ export class LoginState {
       key.fill(0);
     }
     this.#keyringPaused = false;
-    this.#remembered = { keyring: this.#keyring.name, state: "unlocked" };
+    this.#remembered = { keyring: this.#keyring.name, state: "kept" };
     return { keyring: this.#keyring.name, removedItem: false };
   }
 
   /**
-   * Forgets the remembered key: removes the keyring's item and, when the
-   * store is unlocked, its slot (a locked store keeps a slot that nothing
-   * opens any more until the next login with `--forget`).
+   * Forgets the remembered key: when the store is unlocked, its slot first
+   * (after which the item opens nothing), then the keyring's item (a
+   * locked store keeps a slot that nothing opens any more until the next
+   * login with `--forget`). Throws {@linkcode KeyringUnavailableError}
+   * when the item cannot be removed, saying whether the slot was.
    */
   async forget(): Promise<RememberAnswer> {
     let id: string | undefined = this.#store?.id;
@@ -249,11 +251,21 @@ export class LoginState {
         id = undefined;
       }
     }
-    const removedItem = id === undefined
-      ? false
-      : await this.#keyring.remove(id);
+    const slotRemoved = this.#store !== undefined;
     await this.#store?.setRememberedKey(undefined);
     this.#remembered = undefined;
+    let removedItem = false;
+    try {
+      removedItem = id === undefined ? false : await this.#keyring.remove(id);
+    } catch (error) {
+      if (!(error instanceof KeyringUnavailableError) || !slotRemoved) {
+        throw error;
+      }
+      throw new KeyringUnavailableError(
+        this.#keyring.name,
+        `${error.reason}; the store's slot was removed, so the item left there opens nothing`,
+      );
+    }
     return {
       keyring: this.#keyring.name,
       removedItem,

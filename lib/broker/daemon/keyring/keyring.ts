@@ -53,6 +53,9 @@ export interface Keyring {
 
 /** The keyring cannot be used now (missing, locked, stalled, refused). */
 export class KeyringUnavailableError extends SherlockError {
+  /** Why, without the keyring's name; no secret. */
+  readonly reason: string;
+
   /** Creates the error; `reason` holds no secret. */
   constructor(keyring: string, reason: string) {
     super(
@@ -60,6 +63,7 @@ export class KeyringUnavailableError extends SherlockError {
       ExitCode.Unavailable,
     );
     this.name = "KeyringUnavailableError";
+    this.reason = reason;
   }
 }
 

@@ -137,6 +137,17 @@ Deno.test({
         entry.event === "login" && entry.keyring === "Secret Service"
       ),
     );
+    const json = JSON.parse(
+      (await home.sherlock(["whoami", "--json"])).stdout,
+    );
+    assert.deepEqual(json.remembered, {
+      keyring: "Secret Service",
+      state: "unlocked",
+      reason: null,
+    });
+    const log = await home.sherlock(["broker", "log", "-n", "20"]);
+    assert.match(log.stdout, /remember .*keyring: Secret Service/);
+    assert.match(log.stdout, /login .*local.*keyring: Secret Service/);
 
     // An explicit logout is not undone by the keyring; whoami still says
     // that a key is remembered.

@@ -27,6 +27,7 @@ import {
 import { filesContaining, randomToken } from "../helpers/leaks.ts";
 import { tokenServiceToml } from "../helpers/profiles.ts";
 import { lines } from "../helpers/sherlock.ts";
+import { runSherlockOnPty } from "../helpers/terminal.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
 const missing = missingKeyringPrograms();
@@ -384,4 +385,27 @@ Deno.test({
       ),
     );
   },
+});
+
+Deno.test("login --change-passphrase on a terminal: the current one, then the new one twice, never echoed", async () => {
+  await using home = await createBrokerHome();
+  await home.login();
+  const next = `next ${randomToken("pass")}`;
+  const changed = await runSherlockOnPty(["login", "--change-passphrase"], {
+    env: home.env,
+    steps: [
+      { expect: /Passphrase: /, send: `${PASSPHRASE}\r` },
+      { expect: /New passphrase for the sherlock store: /, send: `${next}\r` },
+      { expect: /Repeat it: /, send: `${next}\r` },
+    ],
+  });
+  assert.equal(changed.code, 0, changed.screen);
+  assert.match(changed.screen, /changed the passphrase/);
+  assert.ok(!changed.screen.includes(next), "not echoed");
+  assert.ok(!changed.screen.includes(PASSPHRASE), "not echoed");
+  await home.sherlock(["logout"]);
+  await home.login(next);
+  const usage = await home.sherlock(["login", "--forget", "--remember"]);
+  assert.equal(usage.code, 2);
+  assert.equal(lines(usage.stderr).length, 1);
 });

@@ -175,7 +175,7 @@ Example:
        sherlock login [--device | --no-browser]      ([login] provider = "oidc")
        sherlock login --subject-token-file PATH | --subject-token-env VAR
                       [--subject-token-type TYPE]    ([login] provider = "oidc")
-       sherlock login --local [--passphrase-file PATH]
+       sherlock login --local [--passphrase-file PATH] [--remember | --forget | --change-passphrase]
 
 Unlocks the local secret store in the broker, which then serves tokens
 until "sherlock logout", the broker stops, or the idle timeout in

@@ -31,6 +31,8 @@ export interface PrivateKeyring {
   env: { DBUS_SESSION_BUS_ADDRESS: string };
   /** The item `service = sherlock, store = id`'s value, or undefined. */
   lookup(id: string): Promise<string | undefined>;
+  /** How many items `service = sherlock, store = id` there are. */
+  count(id: string): Promise<number>;
   /** Creates or replaces that item with `value` (through secret-tool's stdin). */
   store(id: string, value: string): Promise<void>;
   /** Locks the login collection (as the desktop's screen lock may). */
@@ -154,6 +156,20 @@ export async function startPrivateKeyring(): Promise<
         id,
       ]);
       return result.code === 0 ? result.stdout.trim() : undefined;
+    },
+    async count(id) {
+      const result = await run([
+        "secret-tool",
+        "search",
+        "--all",
+        "service",
+        "sherlock",
+        "store",
+        id,
+      ]);
+      // One "[/org/freedesktop/secrets/collection/…]" line per item.
+      return result.stdout.split("\n").filter((line) => line.startsWith("[/"))
+        .length;
     },
     async store(id, value) {
       const result = await run([

@@ -67,6 +67,7 @@ export type ErrorCode =
   | "oauth_unsupported"
   | "invalid_config"
   | "exchange_refused"
+  | "keyring_unavailable"
   | "internal";
 
 /** What an {@linkcode ErrorCode} means on each side. */
@@ -102,6 +103,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeMeaning>> = {
   oauth_unsupported: { status: 422, exitCode: ExitCode.Config },
   invalid_config: { status: 422, exitCode: ExitCode.Config },
   exchange_refused: { status: 403, exitCode: ExitCode.NoPermission },
+  keyring_unavailable: { status: 503, exitCode: ExitCode.Unavailable },
   internal: { status: 500, exitCode: ExitCode.Software },
 };
 

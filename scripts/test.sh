@@ -27,6 +27,22 @@ if ((${#missing[@]} > 0)); then
   fi
 fi
 
+echo "== a private keyring for tests/broker/keyring_test.ts (gnome-keyring, libsecret-tools, dbus; Debian's packages)" >&2
+missing=()
+for program in gnome-keyring-daemon:gnome-keyring secret-tool:libsecret-tools \
+  dbus-daemon:dbus dbus-send:dbus; do
+  command -v "${program%%:*}" >/dev/null || missing+=("${program##*:}")
+done
+if ((${#missing[@]} > 0)); then
+  apt=(apt-get)
+  [[ $(id -u) == 0 ]] || apt=(sudo -n apt-get)
+  if ! { "${apt[@]}" install -y --no-install-recommends "${missing[@]}" ||
+    { "${apt[@]}" update &&
+      "${apt[@]}" install -y --no-install-recommends "${missing[@]}"; }; } >&2; then
+    echo "could not install ${missing[*]}: the keyring tests are skipped" >&2
+  fi
+fi
+
 echo "== installing the real agent CLIs the e2e tests run (tests/e2e/clis.json)" >&2
 "$DENO" run --allow-all tests/e2e/install_clis.ts
 

@@ -19,6 +19,9 @@ export interface AuditEntry {
     | "login_failed"
     | "logout"
     | "idle_lock"
+    | "remember"
+    | "forget"
+    | "passphrase_change"
     | "session_start"
     | "secret_set"
     | "secret_rm"
@@ -58,6 +61,11 @@ export interface AuditEntry {
   cached?: boolean;
   /** The login provider, for login events. */
   provider?: string;
+  /**
+   * The OS keyring, for a login with the key it remembers and for
+   * `remember` and `forget`.
+   */
+  keyring?: string;
   /** A short, secret-free reason, for failures. */
   reason?: string;
 }

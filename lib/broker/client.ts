@@ -49,6 +49,8 @@ import type {
   OidcFinished,
   OidcLoginStatus,
   OidcWorkloadRequest,
+  PassphraseChange,
+  RememberAnswer,
   SecretList,
   SecretRemoved,
   SessionEnded,
@@ -384,6 +386,40 @@ export function login(
     timeoutMs: LOGIN_TIMEOUT_MS,
     isAnswer: (body) =>
       isWhoami(body) && typeof (body as Fields).created === "boolean",
+  });
+}
+
+/**
+ * `POST /v1/remember`: keeps a key that unlocks the (unlocked) store in
+ * the OS keyring; `DELETE /v1/remember` removes it again.
+ */
+export function remember(
+  socket: string,
+  keep: boolean,
+): Promise<RememberAnswer> {
+  return callBroker<RememberAnswer>({
+    socket,
+    method: keep ? "POST" : "DELETE",
+    path: "/v1/remember",
+    timeoutMs: QUICK_TIMEOUT_MS,
+    isAnswer: (body) =>
+      typeof (body as Fields).keyring === "string" &&
+      typeof (body as Fields).removedItem === "boolean",
+  });
+}
+
+/** `POST /v1/passphrase`: a new passphrase for the unlocked store (slow: scrypt). */
+export async function changePassphrase(
+  socket: string,
+  passphrase: string,
+): Promise<void> {
+  await callBroker<Record<string, never>>({
+    socket,
+    method: "POST",
+    path: "/v1/passphrase",
+    body: { passphrase } satisfies PassphraseChange,
+    timeoutMs: LOGIN_TIMEOUT_MS,
+    isAnswer: (body) => typeof body === "object" && body !== null,
   });
 }
 

@@ -9,6 +9,9 @@
  * | GET  /v1/whoami          |                              | {@linkcode Whoami}  |
  * | POST /v1/login           | {@linkcode LoginRequest}     | {@linkcode LoginAnswer} |
  * | POST /v1/logout          |                              | {@linkcode LogoutAnswer} |
+ * | POST /v1/remember        |                              | {@linkcode RememberAnswer} |
+ * | DELETE /v1/remember      |                              | {@linkcode RememberAnswer} |
+ * | POST /v1/passphrase      | {@linkcode PassphraseChange} | {}                |
  * | POST /v1/sessions        | {@linkcode SessionRequest}   | {@linkcode SessionGrant} |
  * | DELETE /v1/sessions/<id> | {@linkcode SessionEnd}       | {@linkcode SessionEnded} |
  * | POST /v1/token           | {@linkcode TokenRequest}     | {@linkcode TokenResponse} |
@@ -80,6 +83,45 @@ export interface Whoami {
   locksAt?: string;
   /** Whether the local store exists yet (the first login creates it). */
   storeExists: boolean;
+  /**
+   * The remembered key (`sherlock login --remember`): absent when the
+   * store has none and the keyring was not asked.
+   */
+  remembered?: RememberedKeyStatus;
+}
+
+/**
+ * The remembered key of the local store, as the daemon last saw it. Never
+ * the key.
+ */
+export interface RememberedKeyStatus {
+  /** The OS keyring: "Secret Service", "Keychain", "Credential Manager". */
+  keyring: string;
+  /**
+   * `unlocked`: the keyring's key unlocked the store; `kept`: the store
+   * has a remembered slot and was unlocked by the passphrase; `absent`:
+   * no item (or a locked keyring); `unavailable`: the keyring could not be
+   * asked; `wrong`: the item does not open the store (stale or wrong).
+   */
+  state: "unlocked" | "kept" | "absent" | "unavailable" | "wrong";
+  /** Why it did not unlock the store, one line, when it did not. */
+  reason?: string;
+}
+
+/** The answer to `POST /v1/remember` and `DELETE /v1/remember`. */
+export interface RememberAnswer {
+  /** The OS keyring used. */
+  keyring: string;
+  /** DELETE: whether a keyring item was removed. */
+  removedItem: boolean;
+  /** DELETE: the store was locked, so its (now useless) slot stays. */
+  slotKept?: boolean;
+}
+
+/** `POST /v1/passphrase`: a new passphrase for the unlocked store. */
+export interface PassphraseChange {
+  /** The new passphrase (at least {@linkcode MIN_PASSPHRASE_LENGTH}). */
+  passphrase: string;
 }
 
 /** Who is signed in at the OpenID provider: never a token. */

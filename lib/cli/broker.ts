@@ -228,7 +228,10 @@ function printAudit(auditLog: string, count: number): number {
       entry.service ?? "-",
       entry.source ?? entry.provider ?? "-",
       entry.expiresAt ?? "-",
-      entry.cached ? "cached" : entry.reason ?? "",
+      entry.cached
+        ? "cached"
+        : [entry.keyring && `keyring: ${entry.keyring}`, entry.reason]
+          .filter(Boolean).join("; "),
     ].map((cell) => escapeControls(String(cell))));
   }
   printColumns(rows, "header");

@@ -196,13 +196,15 @@ Example:
   login: {
     summary: "sign in at the OIDC provider, or unlock the local secret store",
     // The 8 is protocol.ts's MIN_PASSPHRASE_LENGTH (a test keeps them equal).
-    help: `Usage: sherlock login [--passphrase-file PATH]
+    help: `Usage: sherlock login [--passphrase-file PATH] [--remember]
+       sherlock login --forget
+       sherlock login --change-passphrase
        sherlock login [--device | --no-browser]      ([login] provider = "oidc")
        sherlock login --subject-token-file PATH | --subject-token-env VAR
                       [--subject-token-type TYPE]    ([login] provider = "oidc")
        sherlock login --id-token-file PATH | --id-token-env VAR
                                                      ([login] provider = "oidc")
-       sherlock login --local [--passphrase-file PATH]
+       sherlock login --local [--passphrase-file PATH] [--remember | --forget | --change-passphrase]
 
 Unlocks the local secret store in the broker, which then serves tokens
 until "sherlock logout", the broker stops, or the idle timeout in
@@ -213,6 +215,18 @@ login creates the store (asking for the passphrase twice; at least
 The passphrase is read from the terminal without echo (three tries);
 with no terminal, from the first line of stdin, or of PATH with
 --passphrase-file (e.g. --passphrase-file /dev/fd/3).
+
+--remember, after the login, keeps a key that unlocks the store (not the
+passphrase) in the OS keyring: Secret Service on Linux, the Keychain on
+macOS, Credential Manager on Windows. A broker that starts again, or is
+locked by the idle timeout, then unlocks the store with it, no prompt,
+while that keyring is unlocked; where it is locked or absent (SSH, a
+server, CI) the broker gives up within 1.5 s and asks for a login as
+before. It never falls back to a plaintext copy. --forget removes the
+item (and the store's slot for it); logout locks the store until the
+next login. --change-passphrase asks for the current passphrase, then
+the new one twice (without a terminal: two lines on stdin); a
+remembered key stays valid.
 
 With [login] provider = "oidc" in config.toml, login signs in at the
 OpenID provider instead: the browser ($BROWSER, a command line, else

@@ -107,6 +107,18 @@ export const LOGIN_JSON = z.object({
     /** Whether a refresh token is held (the login renews itself). */
     refreshToken: z.boolean(),
   }).strict().nullable(),
+  /**
+   * The key the OS keyring remembers (`sherlock login --remember`); null
+   * when the store has none (or the broker is not running).
+   */
+  remembered: z.object({
+    /** "Secret Service", "Keychain" or "Credential Manager". */
+    keyring: z.string(),
+    /** `unlocked`, `kept`, `absent`, `unavailable` or `wrong`. */
+    state: z.enum(["unlocked", "kept", "absent", "unavailable", "wrong"]),
+    /** Why it did not unlock the store; null when it did or was not asked. */
+    reason: z.string().nullable(),
+  }).strict().nullable(),
 }).strict();
 
 /** `sherlock whoami --json`. */

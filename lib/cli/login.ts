@@ -5,19 +5,27 @@
  * creates it and asks for the passphrase twice). On a terminal the
  * passphrase is read without echo; otherwise from stdin (its first line) or
  * from `--passphrase-file` (e.g. /dev/fd/3). sherlock never prompts when
- * nobody can answer.
+ * nobody can answer. `--remember` then keeps a key that unlocks the store
+ * in the OS keyring, `--forget` removes it, `--change-passphrase` asks
+ * for a new passphrase after the login.
  *
  * @module
  */
 
 import {
   brokerHealth,
+  changePassphrase,
   ensureBroker,
   login,
   logout,
+  remember,
   whoami,
 } from "../broker/client.ts";
-import { type LoginAnswer, MIN_PASSPHRASE_LENGTH } from "../broker/protocol.ts";
+import {
+  type LoginAnswer,
+  MIN_PASSPHRASE_LENGTH,
+  type RememberAnswer,
+} from "../broker/protocol.ts";
 import { ExitCode, UsageError, WrongPassphraseError } from "../errors.ts";
 import { describeFsError } from "../private_files.ts";
 import { describeLogin, loginDetails, loginJson } from "./login_text.ts";
@@ -33,15 +41,15 @@ export async function loginCommand(
 ): Promise<number> {
   const chosen = await chooseLogin(allArgs);
   if ("oidc" in chosen) return await oidcLoginCommand(chosen.oidc);
-  const args = chosen.local;
-  let passphraseFile: string | undefined;
-  if (args.length > 0) {
-    if (args[0] !== "--passphrase-file" || args.length !== 2) {
-      throw new UsageError("usage: sherlock login [--passphrase-file PATH]");
-    }
-    passphraseFile = args[1];
-  }
+  const { passphraseFile, action } = parseLocalLogin(chosen.local);
   const { paths } = commandContext();
+  if (action === "forget") {
+    await ensureBroker({ socket: paths.socket, logFile: paths.brokerLog });
+    return forgot(await remember(paths.socket, false));
+  }
+  if (action === "change-passphrase") {
+    return await changePassphraseCommand(paths);
+  }
   // Input that needs no prompt is read first: a login that cannot work
   // fails at once, without starting a daemon.
   const given = passphraseFile !== undefined
@@ -51,8 +59,72 @@ export async function loginCommand(
     : await readStdin("passphrase", { firstLine: true });
   const socket = paths.socket;
   await ensureBroker({ socket, logFile: paths.brokerLog });
+  await passphraseLogin({ socket, given });
+  if (action === "remember") {
+    const answer = await remember(socket, true);
+    printLine(
+      `remembered: the ${answer.keyring} keyring keeps a key that unlocks the store; "sherlock login --forget" removes it`,
+    );
+  }
+  return 0;
+}
+
+/** What `sherlock login` (the local store's) was asked to do. */
+interface LocalLogin {
+  passphraseFile?: string;
+  action?: "remember" | "forget" | "change-passphrase";
+}
+
+const LOCAL_USAGE =
+  "usage: sherlock login [--passphrase-file PATH] [--remember | --forget | --change-passphrase]";
+
+/** The local login's flags: one action at most, and `--passphrase-file`. */
+function parseLocalLogin(args: readonly string[]): LocalLogin {
+  const result: LocalLogin = {};
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index];
+    if (arg === "--passphrase-file" && index + 1 < args.length) {
+      if (result.passphraseFile !== undefined) {
+        throw new UsageError(LOCAL_USAGE);
+      }
+      result.passphraseFile = args[++index];
+    } else if (
+      arg === "--remember" || arg === "--forget" ||
+      arg === "--change-passphrase"
+    ) {
+      if (result.action !== undefined) throw new UsageError(LOCAL_USAGE);
+      result.action = arg.slice(2) as LocalLogin["action"];
+    } else {
+      throw new UsageError(LOCAL_USAGE);
+    }
+  }
+  if (result.action === "forget" && result.passphraseFile !== undefined) {
+    throw new UsageError("--forget needs no passphrase");
+  }
+  if (
+    result.action === "change-passphrase" && result.passphraseFile !== undefined
+  ) {
+    throw new UsageError(
+      "--change-passphrase reads the current and the new passphrase from the terminal, or as two lines on stdin",
+    );
+  }
+  return result;
+}
+
+/**
+ * Logs in with the passphrase `given`, or asks for it on the terminal
+ * (creating the store when there is none), and prints the login.
+ */
+async function passphraseLogin(
+  options: { socket: string; given: string | undefined },
+): Promise<LoginAnswer> {
+  const { socket, given } = options;
   const before = await whoami(socket);
   const create = !before.storeExists;
+  // A remembered key that no longer opens the store: say so once, then ask.
+  if (before.remembered?.state === "wrong" && before.remembered.reason) {
+    printWarning(before.remembered.reason);
+  }
   if (given !== undefined) {
     return loggedIn(await loginWith({ socket, passphrase: given, create }));
   }
@@ -70,6 +142,57 @@ export async function loginCommand(
       printWarning(`${error.message}; try again`);
     }
   }
+}
+
+/**
+ * `sherlock login --change-passphrase`: the current passphrase (a login),
+ * then the new one, twice on a terminal; without a terminal, two lines on
+ * stdin. The store keeps its data key, so a remembered key stays valid.
+ */
+async function changePassphraseCommand(
+  paths: { socket: string; brokerLog: string },
+): Promise<number> {
+  let given: [string, string] | undefined;
+  if (!stdinIsTerminal()) {
+    const lines = (await readStdin("passphrase")).split(/\r?\n/);
+    if (lines.length < 2 || lines[1] === "") {
+      throw new UsageError(
+        "no new passphrase: stdin must hold two lines, the current passphrase and the new one",
+      );
+    }
+    given = [lines[0], lines[1]];
+  }
+  const socket = paths.socket;
+  await ensureBroker({ socket, logFile: paths.brokerLog });
+  const answer = await passphraseLogin({ socket, given: given?.[0] });
+  if (!answer.storeUnlocked || answer.created) {
+    throw new UsageError(
+      answer.created
+        ? "the store was just created with that passphrase; nothing to change"
+        : "the local store is not unlocked",
+    );
+  }
+  const next = given?.[1] ?? await promptNewPassphrase();
+  const short = tooShort(next);
+  if (short !== undefined) throw new UsageError(short);
+  await changePassphrase(socket, next);
+  printLine(
+    "changed the passphrase; a key the keyring remembers still unlocks the store",
+  );
+  return 0;
+}
+
+/** What `login --forget` did, in one line. */
+function forgot(answer: RememberAnswer): number {
+  const item = answer.removedItem
+    ? `removed the remembered key from the ${answer.keyring} keyring`
+    : `the ${answer.keyring} keyring held no remembered key`;
+  printLine(
+    answer.slotKept
+      ? `${item}; the locked store keeps its slot, which nothing opens any more, until the next "sherlock login --forget" while logged in`
+      : `${item}; the next broker start asks for the passphrase`,
+  );
+  return 0;
 }
 
 /** `sherlock logout`. */
@@ -137,13 +260,13 @@ async function loginWith(
   return await login(socket, { passphrase, create });
 }
 
-function loggedIn(answer: LoginAnswer): number {
+function loggedIn(answer: LoginAnswer): LoginAnswer {
   printLine(
     `${answer.created ? "created the store; " : ""}logged in: ${
       describeLogin(answer)
     }`,
   );
-  return 0;
+  return answer;
 }
 
 /** Why a new store's passphrase is refused, or undefined. */

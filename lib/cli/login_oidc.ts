@@ -140,7 +140,7 @@ export async function chooseLogin(
     return { local: rest };
   }
   const usage =
-    "usage: sherlock login [--device | --no-browser], sherlock login --subject-token-file PATH | --subject-token-env VAR [--subject-token-type TYPE], sherlock login --id-token-file PATH | --id-token-env VAR, or sherlock login --local [--passphrase-file PATH]";
+    "usage: sherlock login [--device | --no-browser], sherlock login --subject-token-file PATH | --subject-token-env VAR [--subject-token-type TYPE], sherlock login --id-token-file PATH | --id-token-env VAR, or sherlock login --local [--passphrase-file PATH] [--remember | --forget | --change-passphrase]";
   if (rest.some((arg) => arg !== "--device" && arg !== "--no-browser")) {
     throw new UsageError(usage);
   }

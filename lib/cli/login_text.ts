@@ -69,8 +69,10 @@ function workloadSubject(
  * for `source = "exchange"` services.
  */
 export function loginDetails(who: Whoami): string[] {
-  if (!who.oidc) return [];
+  const remembered = rememberedLine(who);
+  if (!who.oidc) return remembered ? [remembered] : [];
   return [
+    ...(remembered ? [remembered] : []),
     `issuer: ${who.oidc.issuer}`,
     `subject: ${who.oidc.subject}`,
     ...(who.oidc.workload
@@ -88,6 +90,31 @@ export function loginDetails(who: Whoami): string[] {
       ? `token exchange (RFC 8693): offered; exchange services use it unless their mode says "refresh"`
       : `token exchange (RFC 8693): not offered; exchange services use a refresh-token grant with their resource (RFC 8707) unless their mode says "exchange"`,
   ];
+}
+
+/**
+ * Whether a key the OS keyring remembers unlocks the store, and in which
+ * keyring (`whoami --verbose`, `doctor`); undefined when the store has no
+ * remembered key and the keyring was not asked.
+ */
+export function rememberedLine(who: Whoami): string | undefined {
+  const remembered = who.remembered;
+  if (!remembered) return undefined;
+  const where = `the ${remembered.keyring} keyring`;
+  switch (remembered.state) {
+    case "unlocked":
+      return `remembered key: in ${where}; it unlocked the store`;
+    case "kept":
+      return `remembered key: in ${where} ("sherlock login --forget" removes it)`;
+    case "absent":
+      return `remembered key: the store has one, but ${where} holds no item for it (or is locked); "sherlock login --remember" keeps it again`;
+    case "unavailable":
+      return `remembered key: ${where} cannot be asked (${remembered.reason}); the passphrase unlocks the store`;
+    case "wrong":
+      return `remembered key: ${
+        remembered.reason ?? `${where} holds a stale key`
+      }`;
+  }
 }
 
 /**
@@ -112,6 +139,13 @@ export function loginJson(
         since: who.oidc.since,
         accessTokenExpiresAt: who.oidc.accessTokenExpiresAt,
         refreshToken: who.oidc.refreshToken,
+      }
+      : null,
+    remembered: who?.remembered
+      ? {
+        keyring: who.remembered.keyring,
+        state: who.remembered.state,
+        reason: who.remembered.reason ?? null,
       }
       : null,
   };

@@ -286,8 +286,56 @@ export function brokerChecks(broker: BrokerFacts): Check[] {
           fix: '"sherlock login"',
         },
     );
+    const remembered = rememberedCheck(login);
+    if (remembered) checks.push(remembered);
   }
   return checks;
+}
+
+/**
+ * Whether a key the OS keyring remembers unlocks the store, and in which
+ * keyring; nothing when the store has none (`sherlock login --remember`).
+ */
+function rememberedCheck(login: Whoami): Check | undefined {
+  const remembered = login.remembered;
+  if (!remembered) return undefined;
+  const base = { group: "broker" as const, name: "remembered key" };
+  const where = `the ${remembered.keyring} keyring`;
+  switch (remembered.state) {
+    case "unlocked":
+    case "kept":
+      return {
+        ...base,
+        verdict: "ok",
+        detail: `in ${where}${
+          remembered.state === "unlocked" ? "; it unlocked the store" : ""
+        }`,
+        fix: null,
+      };
+    case "absent":
+      return {
+        ...base,
+        verdict: "warn",
+        detail:
+          `the store has one, but ${where} holds no item for it (or is locked)`,
+        fix: '"sherlock login --remember" (or unlock the keyring)',
+      };
+    case "unavailable":
+      return {
+        ...base,
+        verdict: "warn",
+        detail: `${where} cannot be asked: ${remembered.reason ?? "?"}`,
+        fix: '"sherlock login" with the passphrase',
+      };
+    case "wrong":
+      return {
+        ...base,
+        verdict: "warn",
+        detail:
+          `${where} holds a key that does not open the store (stale or wrong)`,
+        fix: '"sherlock login --remember" to remember it anew',
+      };
+  }
 }
 
 /** One profile: valid, executable found, its `--version`. */

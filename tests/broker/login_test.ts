@@ -152,7 +152,7 @@ Deno.test("a damaged or newer store: a clear error, the file byte-identical", as
     [
       "newer version",
       new TextEncoder().encode(`${newer}\n${body}\n`),
-      /format version 99, newer than this sherlock reads \(1\); upgrade sherlock/,
+      /format version 99, newer than this sherlock reads \(2\); upgrade sherlock/,
     ],
   ];
   for (const [name, bytes, message] of variants) {

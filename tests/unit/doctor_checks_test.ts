@@ -8,6 +8,7 @@
  */
 
 import assert from "node:assert/strict";
+import type { Whoami } from "../../lib/broker/protocol.ts";
 import { join } from "node:path";
 import {
   allPass,
@@ -151,6 +152,47 @@ Deno.test("the broker: not running or locked warns; the idle lock is named", () 
     },
   });
   assert.match(idle[1].detail, /locks when idle at 2026-01-01T01:00:00Z/);
+});
+
+Deno.test("the broker: whether a remembered key exists, in which keyring, and why it did not unlock", () => {
+  const checks = (remembered?: Whoami["remembered"], loggedIn = false) =>
+    brokerChecks({
+      running: true,
+      pid: 1,
+      version: "0.1.0",
+      login: {
+        loggedIn,
+        provider: "local",
+        storeExists: true,
+        ...(remembered ? { remembered } : {}),
+      },
+    });
+  assert.equal(checks().length, 2, "no remembered key: no line about it");
+  const unlocked = checks(
+    { keyring: "Secret Service", state: "unlocked" },
+    true,
+  );
+  assert.equal(unlocked[2].name, "remembered key");
+  assert.equal(unlocked[2].verdict, "ok");
+  assert.match(
+    unlocked[2].detail,
+    /in the Secret Service keyring; it unlocked/,
+  );
+  const unavailable = checks({
+    keyring: "Keychain",
+    state: "unavailable",
+    reason: "/usr/bin/security did not answer within 1.5 s",
+  });
+  assert.equal(unavailable[2].verdict, "warn");
+  assert.match(
+    unavailable[2].detail,
+    /Keychain keyring cannot be asked: .*1\.5 s/,
+  );
+  const wrong = checks({ keyring: "Secret Service", state: "wrong" });
+  assert.match(wrong[2].detail, /does not open the store/);
+  assert.match(wrong[2].fix ?? "", /sherlock login --remember/);
+  const absent = checks({ keyring: "Secret Service", state: "absent" });
+  assert.match(absent[2].detail, /holds no item/);
 });
 
 Deno.test("a profile: a missing built-in is skipped, a missing override warns, a hung --version warns", () => {

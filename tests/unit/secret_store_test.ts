@@ -576,7 +576,7 @@ Deno.test("SecretStore: inspect, JSON and String never show the key or a value",
     ].join("\n");
     assertNoSecretIn(shown);
     assert.ok(shown.includes("1 secrets"));
-    assert.deepEqual(Object.keys(store), ["path", "createdAt", "kdf"]);
+    assert.deepEqual(Object.keys(store), ["path", "createdAt"]);
   });
 });
 
@@ -946,10 +946,10 @@ Deno.test("unlockStore: a newer format version, whatever follows it", async () =
     for (
       const text of [
         withHeader(parts, (h) => {
-          h.version = 2;
+          h.version = 3;
         }),
         `{"format":"sherlock-secrets","version":7,"anything":"else"}\n`,
-        `{"format":"sherlock-secrets","version":2}`,
+        `{"format":"sherlock-secrets","version":3}`,
       ]
     ) {
       Deno.writeTextFileSync(path, text);
@@ -958,7 +958,7 @@ Deno.test("unlockStore: a newer format version, whatever follows it", async () =
       assert.ok(error instanceof NewerStoreError, String(error));
       assert.equal(error.code, "newer-version");
       assert.equal(error.version, JSON.parse(text.split("\n")[0]).version);
-      assert.equal(error.supported, 1);
+      assert.equal(error.supported, 2);
       assert.match(error.message, /upgrade sherlock/);
       assert.equal(fileHash(path), before);
     }

@@ -31,6 +31,8 @@ import {
   type OidcLoginStatus,
   type OidcStartRequest,
   type OidcWorkloadRequest,
+  type PassphraseChange,
+  type RememberAnswer,
   type SecretList,
   type SecretValue,
   type SessionEnd,
@@ -51,6 +53,7 @@ import type { OidcConfig } from "./oauth/oidc_login.ts";
 import type { LoginState } from "./login_state.ts";
 import { isInternalSecretName, SecretStoreError } from "./secret_store.ts";
 import { BrokerRequestError } from "./request_error.ts";
+import { KeyringUnavailableError } from "./keyring/keyring.ts";
 import type { RegisteredSession } from "./sessions.ts";
 import type { TokenBroker } from "./token_broker.ts";
 
@@ -101,6 +104,13 @@ function describeError(
       message: (error as Error).message,
     };
   }
+  if (error instanceof KeyringUnavailableError) {
+    return {
+      status: ERROR_CODES.keyring_unavailable.status,
+      code: "keyring_unavailable",
+      message: error.message,
+    };
+  }
   context.log(`internal error: ${(error as Error)?.message ?? String(error)}`);
   return {
     status: ERROR_CODES.internal.status,
@@ -108,6 +118,20 @@ function describeError(
     message: "internal error; see the broker's log",
   };
 }
+
+/**
+ * The routes that never ask the keyring: a login, a logout or a shutdown
+ * must not first unlock the store with it, health is for liveness, and a
+ * new passphrase follows a login with the old one. (`/v1/remember` does:
+ * a forget then removes the store's slot as well as the item.)
+ */
+const NO_KEYRING_PATHS = new Set([
+  "/v1/health",
+  "/v1/login",
+  "/v1/logout",
+  "/v1/shutdown",
+  "/v1/passphrase",
+]);
 
 async function route(
   request: Request,
@@ -134,9 +158,38 @@ async function route(
       started: context.started.toISOString(),
     });
   }
+  // A store whose key the OS keyring remembers is unlocked with it before
+  // anything that needs the login (bounded; no-op when logged in).
+  if (!NO_KEYRING_PATHS.has(pathname)) await context.login.unlockRemembered();
   if (pathname === "/v1/whoami") {
     allow("GET");
     return ok(context.login.whoami());
+  }
+  if (pathname === "/v1/remember") {
+    allow("POST", "DELETE");
+    await discardBody(request);
+    const keyring = context.login.keyringName;
+    if (method === "POST") {
+      const answer = await context.login.remember();
+      appendAudit(context.stateDir, { event: "remember", keyring });
+      return ok<RememberAnswer>(answer);
+    }
+    const answer = await context.login.forget();
+    appendAudit(context.stateDir, { event: "forget", keyring });
+    return ok<RememberAnswer>(answer);
+  }
+  if (pathname === "/v1/passphrase") {
+    allow("POST");
+    const body = await readJson<PassphraseChange>(request);
+    const passphrase = requireString(body, "passphrase");
+    if (passphrase.length < MIN_PASSPHRASE_LENGTH) {
+      throw badRequest(
+        `the passphrase is too short: at least ${MIN_PASSPHRASE_LENGTH} characters`,
+      );
+    }
+    await unlockedStore(context).changePassphrase(passphrase);
+    appendAudit(context.stateDir, { event: "passphrase_change" });
+    return ok({});
   }
   if (pathname === "/v1/login") {
     allow("POST");

@@ -52,8 +52,15 @@ export const DEFAULT_SCRYPT_PARAMS: Readonly<ScryptParams> = Object.freeze({
   p: 1,
 });
 
-/** The file format version this module writes and the newest it reads. */
-export const STORE_FORMAT_VERSION = 1;
+/**
+ * The newest file format version this module reads and writes. A store is
+ * written as version 1 until it needs key slots (a remembered key, a
+ * changed passphrase), then as version 2: `docs/secret_store.md`.
+ */
+export const STORE_FORMAT_VERSION = 2;
+
+/** The length of a remembered key (`SecretStore.setRememberedKey`), in bytes. */
+export const REMEMBERED_KEY_BYTES = 32;
 
 /** The longest secret value accepted, in UTF-16 code units (64 KiB). */
 export const MAX_SECRET_VALUE_LENGTH = 64 * 1024;
@@ -79,6 +86,13 @@ export interface SecretStore {
   readonly createdAt: string;
   /** The scrypt parameters this store's key was derived with. */
   readonly kdf: Readonly<ScryptParams>;
+  /**
+   * The store's identity, base64: the same across passphrase changes and
+   * remembered keys (a version 1 store's salt, kept as its version 2 id).
+   */
+  readonly id: string;
+  /** Whether the store holds a remembered-key slot (format version 2). */
+  readonly remembered: boolean;
   /** Whether {@linkcode SecretStore.lock} was called. */
   readonly locked: boolean;
   /** Every secret's name and times, sorted by name; never the values. */
@@ -121,6 +135,23 @@ export interface SecretStore {
    */
   exclusively<T>(topic: string, work: () => Promise<T>): Promise<T>;
   /**
+   * Writes (given a key of {@linkcode REMEMBERED_KEY_BYTES} random bytes)
+   * or removes (given undefined) the store's remembered-key slot: its data
+   * key wrapped under `key`, which the OS keyring keeps. Upgrades a
+   * version 1 store to version 2. Atomic, under the store's lock, like
+   * `set`; a failed write changes nothing.
+   */
+  setRememberedKey(key: Uint8Array | undefined): Promise<void>;
+  /**
+   * Protects the store with a new passphrase: a new salt and passphrase
+   * slot, the same data key, so a remembered key stays valid. Upgrades a
+   * version 1 store to version 2. Atomic, like `set`.
+   */
+  changePassphrase(
+    passphrase: string,
+    options?: { kdf?: ScryptParams },
+  ): Promise<void>;
+  /**
    * Forgets the key and the secrets: zeroes the key's bytes and drops the
    * entries. Idempotent. JavaScript strings cannot be zeroed, so values that
    * were read remain in the heap until collected.
@@ -153,6 +184,7 @@ export type SecretStoreErrorCode =
   | "invalid-name"
   | "invalid-value"
   | "invalid-passphrase"
+  | "wrong-remembered-key"
   | "read-failed"
   | "write-failed";
 
@@ -248,6 +280,22 @@ export class NewerStoreError extends SecretStoreError {
     this.name = "NewerStoreError";
     this.version = version;
     this.supported = STORE_FORMAT_VERSION;
+  }
+}
+
+/**
+ * A remembered key does not open the store: the store has no remembered
+ * slot (it was forgotten, or the file was replaced), or the keyring's item
+ * is stale or wrong. The store is unchanged; the passphrase still opens it.
+ */
+export class WrongRememberedKeyError extends SecretStoreError {
+  /** Creates the error; `reason` says which, without secrets. */
+  constructor(path: string, reason: string) {
+    super(
+      `the keyring's remembered key does not open the secret store ${path} (${reason}); log in with the passphrase, and run \`sherlock login --remember\` again to remember it anew`,
+      { code: "wrong-remembered-key", exitCode: ExitCode.NoPermission },
+    );
+    this.name = "WrongRememberedKeyError";
   }
 }
 
@@ -379,6 +427,7 @@ export async function createStore(
   const salt = randomBytes(SALT_BYTES);
   const keys = await deriveKeys(passphrase, { salt, kdf });
   const header: FixedHeader = {
+    version: 1,
     kdf: { N: kdf.N, r: kdf.r, p: kdf.p, salt: salt.toString("base64") },
     check: keyCheck(keys.check).toString("base64"),
   };
@@ -432,36 +481,163 @@ export async function unlockStore(
   removeLeftovers(path, { locked: false });
   const file = await readStoreFile(path);
   const parsed = parseStoreFile(path, file.bytes);
+  const slot = passphraseSlotOf(parsed.header);
   const keys = await deriveKeys(passphrase, {
-    salt: parsed.salt,
-    kdf: parsed.header.kdf,
+    salt: Buffer.from(slot.kdf.salt, "base64"),
+    kdf: slot.kdf,
   });
-  const checkMatches = timingSafeEqual(keyCheck(keys.check), parsed.check);
+  const checkMatches = timingSafeEqual(
+    keyCheck(keys.check),
+    Buffer.from(slot.check, "base64"),
+  );
   keys.check.fill(0);
   if (!checkMatches) {
     keys.encryption.fill(0);
     throw new WrongPassphraseError(path);
   }
+  let key = keys.encryption;
+  if (parsed.header.version === 2) {
+    // Version 2: the passphrase's key only unwraps the data key.
+    const unwrapped = unwrapKey(keys.encryption, {
+      wrapped: parsed.header.passphrase.key,
+      label: slotLabel("passphrase", parsed.header.id),
+    });
+    keys.encryption.fill(0);
+    if (unwrapped === undefined) {
+      throw new CorruptStoreError(
+        path,
+        "the passphrase is right, but its key slot fails authentication: the file was altered or damaged",
+      );
+    }
+    key = unwrapped;
+  }
+  return openParsed({
+    path,
+    parsed,
+    key,
+    mode: file.mode,
+    now: options.now ?? systemNow,
+    failed:
+      "the passphrase is right, but the contents fail authentication: the file was altered or damaged",
+  });
+}
+
+/**
+ * Opens the store at `path` with a remembered key (from the OS keyring)
+ * instead of the passphrase: no KDF runs. Throws
+ * {@linkcode WrongRememberedKeyError} when the store has no remembered
+ * slot or `key` does not unwrap it (a stale or wrong keyring item), and
+ * the errors of {@linkcode unlockStore} for a missing, unreadable, corrupt
+ * or newer file. Never changes the file's bytes.
+ */
+export async function unlockStoreWithKey(
+  path: string,
+  rememberedKey: Uint8Array,
+  options: UnlockStoreOptions = {},
+): Promise<SecretStore> {
+  removeLeftovers(path, { locked: false });
+  const file = await readStoreFile(path);
+  const parsed = parseStoreFile(path, file.bytes);
+  const header = parsed.header;
+  if (header.version !== 2 || header.remembered === undefined) {
+    throw new WrongRememberedKeyError(path, "the store has no remembered key");
+  }
+  if (rememberedKey.length !== REMEMBERED_KEY_BYTES) {
+    throw new WrongRememberedKeyError(path, "the item is not a key");
+  }
+  const kek = Buffer.from(rememberedKey);
+  const key = unwrapKey(kek, {
+    wrapped: header.remembered,
+    label: slotLabel("remembered", header.id),
+  });
+  kek.fill(0);
+  if (key === undefined) {
+    throw new WrongRememberedKeyError(
+      path,
+      "the item is stale or belongs to another store",
+    );
+  }
+  return openParsed({
+    path,
+    parsed,
+    key,
+    mode: file.mode,
+    now: options.now ?? systemNow,
+    failed:
+      "the remembered key is right, but the contents fail authentication: the file was altered or damaged",
+  });
+}
+
+/** What can be told about a store without a key. */
+export interface StoreSummary {
+  /** The format version. */
+  readonly version: number;
+  /** The store's identity (see {@linkcode SecretStore.id}). */
+  readonly id: string;
+  /** Whether it holds a remembered-key slot. */
+  readonly remembered: boolean;
+}
+
+/**
+ * Reads the store's header, without a key: its version, identity and
+ * whether a remembered key can open it. Throws as {@linkcode unlockStore}
+ * does for a missing, unreadable, corrupt or newer file.
+ */
+export async function readStoreSummary(path: string): Promise<StoreSummary> {
+  const file = await readStoreFile(path);
+  const header = parseStoreFile(path, file.bytes).header;
+  return {
+    version: header.version,
+    id: storeIdOf(header),
+    remembered: header.version === 2 && header.remembered !== undefined,
+  };
+}
+
+/**
+ * Whether the store at `path` has a remembered-key slot, read at once
+ * (for whoami); false when there is no readable, well-formed store.
+ */
+export function storeHasRememberedKey(path: string): boolean {
+  try {
+    const info = Deno.lstatSync(path);
+    if (!info.isFile || info.size > MAX_FILE_BYTES) return false;
+    const header = parseStoreFile(path, Deno.readFileSync(path)).header;
+    return header.version === 2 && header.remembered !== undefined;
+  } catch {
+    return false;
+  }
+}
+
+/** Decrypts a parsed file with its data key and makes the store. */
+function openParsed(
+  options: {
+    path: string;
+    parsed: ParsedStoreFile;
+    key: Buffer;
+    mode: number | null;
+    now: () => Date;
+    /** The reason when the contents fail authentication. */
+    failed: string;
+  },
+): SecretStore {
+  const { path, parsed, key, mode } = options;
   let plaintext: Buffer;
   try {
-    plaintext = decrypt(keys.encryption, parsed);
+    plaintext = decrypt(key, parsed);
   } catch {
-    keys.encryption.fill(0);
-    throw new CorruptStoreError(
-      path,
-      "the passphrase is right, but the contents fail authentication: the file was altered or damaged",
-    );
+    key.fill(0);
+    throw new CorruptStoreError(path, options.failed);
   }
   let contents: StoreContents;
   try {
     contents = parseContents(path, plaintext);
   } catch (error) {
-    keys.encryption.fill(0);
+    key.fill(0);
     throw error;
   } finally {
     plaintext.fill(0);
   }
-  if (file.mode !== null && (file.mode & 0o077) !== 0) {
+  if (mode !== null && (mode & 0o077) !== 0) {
     try {
       Deno.chmodSync(path, 0o600);
     } catch {
@@ -471,9 +647,9 @@ export async function unlockStore(
   return new UnlockedStore({
     path,
     header: parsed.header,
-    key: keys.encryption,
+    key,
     contents,
-    now: options.now ?? systemNow,
+    now: options.now,
   });
 }
 
@@ -491,6 +667,8 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const KEY_BYTES = 32;
 const CHECK_BYTES = 32;
+/** A wrapped key in a version 2 slot: IV, the 32-byte key, GCM tag. */
+const WRAPPED_KEY_BYTES = IV_BYTES + KEY_BYTES + TAG_BYTES;
 /** The HMAC message whose MAC is the header's `check`. */
 const CHECK_LABEL = "sherlock-secrets v1 key check";
 /** Larger files are refused unread: a store of secrets is a few KiB. */
@@ -513,19 +691,40 @@ interface KdfHeader extends ScryptParams {
 }
 
 /** The parts of a version 1 header that stay the same across writes. */
-interface FixedHeader {
+interface FixedHeaderV1 {
+  readonly version: 1;
   readonly kdf: KdfHeader;
   /** The key check value, base64. */
   readonly check: string;
 }
+
+/** A version 2 passphrase slot: a version 1 header's KDF and check, and the wrapped data key. */
+interface PassphraseSlot {
+  readonly kdf: KdfHeader;
+  /** The key check value, base64. */
+  readonly check: string;
+  /** The data key wrapped under the passphrase's key (IV, key, tag), base64. */
+  readonly key: string;
+}
+
+/** The parts of a version 2 header that stay the same across writes. */
+interface FixedHeaderV2 {
+  readonly version: 2;
+  /** The store's identity, base64 (a version 1 store's salt when upgraded). */
+  readonly id: string;
+  readonly passphrase: PassphraseSlot;
+  /** The data key wrapped under the remembered key, base64, if one is kept. */
+  readonly remembered?: string;
+}
+
+/** A header of either version, without its IV. */
+type FixedHeader = FixedHeaderV1 | FixedHeaderV2;
 
 /** A parsed store file, before decryption. */
 interface ParsedStoreFile {
   readonly header: FixedHeader;
   /** The first line's exact bytes: the GCM AAD. */
   readonly aad: Buffer;
-  readonly salt: Buffer;
-  readonly check: Buffer;
   readonly iv: Buffer;
   readonly ciphertext: Buffer;
   readonly tag: Buffer;
@@ -556,7 +755,6 @@ interface DerivedKeys {
 class UnlockedStore implements SecretStore {
   readonly path: string;
   readonly createdAt: string;
-  readonly kdf: Readonly<ScryptParams>;
   #header: FixedHeader;
   #key: Buffer;
   #entries: Map<string, Entry>;
@@ -572,11 +770,6 @@ class UnlockedStore implements SecretStore {
   }) {
     this.path = init.path;
     this.createdAt = init.contents.created;
-    this.kdf = Object.freeze({
-      N: init.header.kdf.N,
-      r: init.header.kdf.r,
-      p: init.header.kdf.p,
-    });
     this.#header = init.header;
     this.#key = init.key;
     this.#entries = init.contents.entries;
@@ -585,6 +778,83 @@ class UnlockedStore implements SecretStore {
 
   get locked(): boolean {
     return this.#locked;
+  }
+
+  get kdf(): Readonly<ScryptParams> {
+    const { N, r, p } = passphraseSlotOf(this.#header).kdf;
+    return Object.freeze({ N, r, p });
+  }
+
+  get id(): string {
+    return storeIdOf(this.#header);
+  }
+
+  get remembered(): boolean {
+    return this.#header.version === 2 &&
+      this.#header.remembered !== undefined;
+  }
+
+  async setRememberedKey(key: Uint8Array | undefined): Promise<void> {
+    this.#assertUnlocked();
+    if (key !== undefined && key.length !== REMEMBERED_KEY_BYTES) {
+      throw new RangeError(
+        `a remembered key is ${REMEMBERED_KEY_BYTES} random bytes`,
+      );
+    }
+    await this.#update((draft) => {
+      if (key === undefined && !this.remembered) return false;
+      const v2 = upgradedDraft(draft);
+      let remembered: string | undefined;
+      if (key !== undefined) {
+        const kek = Buffer.from(key);
+        remembered = wrapKey(kek, {
+          key: v2.key,
+          label: slotLabel("remembered", v2.header.id),
+        });
+        kek.fill(0);
+      }
+      const { remembered: _old, ...rest } = v2.header;
+      draft.header = remembered === undefined ? rest : { ...rest, remembered };
+      draft.key = v2.key;
+      return true;
+    });
+  }
+
+  async changePassphrase(
+    passphrase: string,
+    options: { kdf?: ScryptParams } = {},
+  ): Promise<void> {
+    this.#assertUnlocked();
+    const kdf = options.kdf ?? this.kdf;
+    const kdfProblem = scryptParamsProblem(kdf);
+    if (kdfProblem) throw new RangeError(`scrypt parameters: ${kdfProblem}`);
+    if (typeof passphrase !== "string") {
+      throw new InvalidPassphraseError("it must be a string");
+    }
+    if (passphrase.normalize("NFC").length === 0) {
+      throw new InvalidPassphraseError("it must not be empty");
+    }
+    const salt = randomBytes(SALT_BYTES);
+    const keys = await deriveKeys(passphrase, { salt, kdf });
+    try {
+      await this.#update((draft) => {
+        const v2 = upgradedDraft(draft);
+        const passphraseSlot: PassphraseSlot = {
+          kdf: { N: kdf.N, r: kdf.r, p: kdf.p, salt: salt.toString("base64") },
+          check: keyCheck(keys.check).toString("base64"),
+          key: wrapKey(keys.encryption, {
+            key: v2.key,
+            label: slotLabel("passphrase", v2.header.id),
+          }),
+        };
+        draft.header = { ...v2.header, passphrase: passphraseSlot };
+        draft.key = v2.key;
+        return true;
+      });
+    } finally {
+      keys.encryption.fill(0);
+      keys.check.fill(0);
+    }
   }
 
   list(): SecretInfo[] {
@@ -606,7 +876,7 @@ class UnlockedStore implements SecretStore {
     this.#assertUnlocked();
     assertSecretName(name);
     assertSecretValue(value);
-    await this.#update((entries) => {
+    await this.#update(({ entries }) => {
       const now = timestamp(this.#now());
       const previous = entries.get(name);
       entries.set(name, {
@@ -622,7 +892,7 @@ class UnlockedStore implements SecretStore {
     this.#assertUnlocked();
     assertSecretName(name);
     let removed = false;
-    await this.#update((entries) => removed = entries.delete(name));
+    await this.#update(({ entries }) => removed = entries.delete(name));
     return removed;
   }
 
@@ -638,7 +908,7 @@ class UnlockedStore implements SecretStore {
     this.#assertUnlocked();
     assertSecretName(name);
     let wrote = false;
-    await this.#update((entries) => {
+    await this.#update(({ entries }) => {
       const value = change(entries.get(name)?.value);
       if (value === undefined) return false;
       assertSecretValue(value);
@@ -695,22 +965,34 @@ class UnlockedStore implements SecretStore {
    * result is written, so that neither daemon loses the other's secrets.
    * `change` returns false to write nothing.
    */
-  async #update(
-    change: (entries: Map<string, Entry>) => boolean,
-  ): Promise<void> {
+  async #update(change: (draft: Draft) => boolean): Promise<void> {
     const lock = await openStoreLock(this.path);
     try {
       // Locked while waiting for the lock: the key is zeroed.
       this.#assertUnlocked();
       this.#reload();
-      const entries = new Map(this.#entries);
-      if (!change(entries)) return;
-      writeStore(this.path, {
-        key: this.#key,
+      const draft: Draft = {
+        entries: new Map(this.#entries),
         header: this.#header,
-        contents: { created: this.createdAt, entries },
-      });
-      this.#entries = entries;
+        key: this.#key,
+      };
+      let written = false;
+      try {
+        if (!change(draft)) return;
+        writeStore(this.path, {
+          key: draft.key,
+          header: draft.header,
+          contents: { created: this.createdAt, entries: draft.entries },
+        });
+        written = true;
+      } finally {
+        // A new data key (an upgrade to version 2) replaces the old one
+        // only once it is on disk.
+        if (draft.key !== this.#key) (written ? this.#key : draft.key).fill(0);
+      }
+      this.#entries = draft.entries;
+      this.#header = draft.header;
+      this.#key = draft.key;
     } finally {
       lock.close();
     }
@@ -732,16 +1014,41 @@ class UnlockedStore implements SecretStore {
       throw new StoreReadError(this.path, error);
     }
     const parsed = parseStoreFile(this.path, bytes);
-    if (parsed.header.kdf.salt !== this.#header.kdf.salt) {
-      throw new CorruptStoreError(
+    const replaced = (why: string) =>
+      new CorruptStoreError(
         this.path,
-        "it was replaced by another store since the login; run `sherlock login` again",
+        `${why} since the login; run \`sherlock login\` again`,
       );
+    if (storeIdOf(parsed.header) !== storeIdOf(this.#header)) {
+      throw replaced("it was replaced by another store");
+    }
+    let key = this.#key;
+    if (parsed.header.version === 2 && this.#header.version === 1) {
+      // Another daemon upgraded it: this daemon's version 1 key is the
+      // passphrase slot's key as long as the passphrase is the same.
+      if (parsed.header.passphrase.kdf.salt !== this.#header.kdf.salt) {
+        throw replaced("its passphrase was changed");
+      }
+      const unwrapped = unwrapKey(this.#key, {
+        wrapped: parsed.header.passphrase.key,
+        label: slotLabel("passphrase", parsed.header.id),
+      });
+      if (unwrapped === undefined) {
+        throw new CorruptStoreError(
+          this.path,
+          "its key slot fails authentication: the file was altered or damaged",
+        );
+      }
+      key = unwrapped;
+    } else if (parsed.header.version !== this.#header.version) {
+      // Version 2 back to 1: an older copy was put back.
+      throw replaced("it was replaced by an older copy");
     }
     let plaintext: Buffer;
     try {
-      plaintext = decrypt(this.#key, parsed);
+      plaintext = decrypt(key, parsed);
     } catch {
+      if (key !== this.#key) key.fill(0);
       throw new CorruptStoreError(
         this.path,
         "its contents fail authentication: the file was altered or damaged",
@@ -749,8 +1056,18 @@ class UnlockedStore implements SecretStore {
     }
     try {
       this.#entries = parseContents(this.path, plaintext).entries;
+    } catch (error) {
+      if (key !== this.#key) key.fill(0);
+      throw error;
     } finally {
       plaintext.fill(0);
+    }
+    // Another daemon may have changed the slots (a passphrase, a
+    // remembered key): the next write keeps what the file holds now.
+    this.#header = parsed.header;
+    if (key !== this.#key) {
+      this.#key.fill(0);
+      this.#key = key;
     }
   }
 
@@ -782,6 +1099,99 @@ class UnlockedStore implements SecretStore {
 
   #assertUnlocked(): void {
     if (this.#locked) throw new StoreLockedError();
+  }
+}
+
+/** What a write changes: the entries, and for slots the header and data key. */
+interface Draft {
+  entries: Map<string, Entry>;
+  header: FixedHeader;
+  key: Buffer;
+}
+
+/**
+ * The draft's header and data key as version 2. A version 1 store gets a
+ * new random data key, wrapped under its old key (which scrypt derived
+ * from the passphrase, so the passphrase slot keeps the same salt and
+ * check), and its salt as its id; a version 2 one is returned as it is.
+ */
+function upgradedDraft(draft: Draft): { header: FixedHeaderV2; key: Buffer } {
+  if (draft.header.version === 2) {
+    return { header: draft.header, key: draft.key };
+  }
+  const key = randomBytes(KEY_BYTES);
+  const id = draft.header.kdf.salt;
+  return {
+    header: {
+      version: 2,
+      id,
+      passphrase: {
+        kdf: draft.header.kdf,
+        check: draft.header.check,
+        key: wrapKey(draft.key, { key, label: slotLabel("passphrase", id) }),
+      },
+    },
+    key,
+  };
+}
+
+/** The store's identity: a version 2 id, or a version 1 salt. */
+function storeIdOf(header: FixedHeader): string {
+  return header.version === 2 ? header.id : header.kdf.salt;
+}
+
+/** The KDF and check of the passphrase: the header's or its slot's. */
+function passphraseSlotOf(
+  header: FixedHeader,
+): { kdf: KdfHeader; check: string } {
+  return header.version === 2 ? header.passphrase : header;
+}
+
+/**
+ * The AAD of a slot's wrapped key: binds it to its kind and its store, so
+ * a slot copied into another store, or from one kind to the other, fails.
+ */
+function slotLabel(kind: "passphrase" | "remembered", id: string): string {
+  return `sherlock-secrets v2 ${kind} slot ${id}`;
+}
+
+/** `key` encrypted under `kek` (AES-256-GCM, fresh IV): IV, ciphertext, tag, base64. */
+function wrapKey(kek: Buffer, options: { key: Buffer; label: string }): string {
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv(CIPHER_NAME, kek, iv, {
+    authTagLength: TAG_BYTES,
+  });
+  cipher.setAAD(Buffer.from(options.label, "utf8"));
+  return Buffer.concat([
+    iv,
+    cipher.update(options.key),
+    cipher.final(),
+    cipher.getAuthTag(),
+  ]).toString("base64");
+}
+
+/** The key {@linkcode wrapKey} wrapped, or undefined when `kek` or the slot is wrong. */
+function unwrapKey(
+  kek: Buffer,
+  options: { wrapped: string; label: string },
+): Buffer | undefined {
+  const bytes = decodeBase64(options.wrapped, WRAPPED_KEY_BYTES);
+  if (!bytes) return undefined;
+  try {
+    const decipher = createDecipheriv(
+      CIPHER_NAME,
+      kek,
+      bytes.subarray(0, IV_BYTES),
+      { authTagLength: TAG_BYTES },
+    );
+    decipher.setAAD(Buffer.from(options.label, "utf8"));
+    decipher.setAuthTag(bytes.subarray(IV_BYTES + KEY_BYTES));
+    return Buffer.concat([
+      decipher.update(bytes.subarray(IV_BYTES, IV_BYTES + KEY_BYTES)),
+      decipher.final(),
+    ]);
+  } catch {
+    return undefined;
   }
 }
 
@@ -998,20 +1408,40 @@ function serializeStore(
 ): string {
   const { key, header, contents } = options;
   const iv = randomBytes(IV_BYTES);
-  // Key order is fixed here; the reader authenticates the exact bytes.
-  const headerLine = JSON.stringify({
-    format: FORMAT_NAME,
-    version: STORE_FORMAT_VERSION,
-    kdf: {
-      name: KDF_NAME,
-      N: header.kdf.N,
-      r: header.kdf.r,
-      p: header.kdf.p,
-      salt: header.kdf.salt,
-    },
-    check: header.check,
-    cipher: { name: CIPHER_NAME, iv: iv.toString("base64") },
+  const kdfField = (kdf: KdfHeader) => ({
+    name: KDF_NAME,
+    N: kdf.N,
+    r: kdf.r,
+    p: kdf.p,
+    salt: kdf.salt,
   });
+  const cipherField = { name: CIPHER_NAME, iv: iv.toString("base64") };
+  // Key order is fixed here; the reader authenticates the exact bytes.
+  const headerLine = header.version === 1
+    ? JSON.stringify({
+      format: FORMAT_NAME,
+      version: 1,
+      kdf: kdfField(header.kdf),
+      check: header.check,
+      cipher: cipherField,
+    })
+    : JSON.stringify({
+      format: FORMAT_NAME,
+      version: 2,
+      id: header.id,
+      slots: [
+        {
+          kind: "passphrase",
+          kdf: kdfField(header.passphrase.kdf),
+          check: header.passphrase.check,
+          key: header.passphrase.key,
+        },
+        ...(header.remembered === undefined
+          ? []
+          : [{ kind: "remembered", key: header.remembered }]),
+      ],
+      cipher: cipherField,
+    });
   const entries: Record<string, Entry> = {};
   for (const [name, entry] of sortedByName(contents.entries)) {
     entries[name] = {
@@ -1103,12 +1533,92 @@ function parseStoreFile(path: string, bytes: Uint8Array): ParsedStoreFile {
   if (lines.length !== 3 || lines[2] !== "") {
     throw corrupt("it does not have exactly two lines (truncated?)");
   }
+  const fixed = version === 1
+    ? parseHeaderV1(header, corrupt)
+    : parseHeaderV2(header, corrupt);
+  const { cipher } = header;
+  if (
+    !isRecord(cipher) || !hasExactKeys(cipher, ["name", "iv"]) ||
+    cipher.name !== CIPHER_NAME
+  ) {
+    throw corrupt("its header's cipher is not aes-256-gcm with an iv");
+  }
+  const iv = decodeBase64(cipher.iv, IV_BYTES);
+  if (!iv) throw corrupt("its header's salt, check or iv is malformed");
+  const body = decodeBase64(lines[1]);
+  if (!body || body.length < TAG_BYTES) {
+    throw corrupt("its encrypted contents are malformed or truncated");
+  }
+  return {
+    header: fixed,
+    aad: Buffer.from(headerLine, "utf8"),
+    iv,
+    ciphertext: body.subarray(0, body.length - TAG_BYTES),
+    tag: body.subarray(body.length - TAG_BYTES),
+  };
+}
+
+/** A version 1 header's fields but the cipher's. */
+function parseHeaderV1(
+  header: Record<string, unknown>,
+  corrupt: (reason: string) => CorruptStoreError,
+): FixedHeaderV1 {
   if (
     !hasExactKeys(header, ["format", "version", "kdf", "check", "cipher"])
   ) {
     throw corrupt("its header has missing or unknown fields");
   }
-  const { kdf, cipher } = header;
+  const { kdf, check } = parseKdfAndCheck(header, corrupt);
+  return { version: 1, kdf, check };
+}
+
+/** A version 2 header's fields but the cipher's: the id and the slots. */
+function parseHeaderV2(
+  header: Record<string, unknown>,
+  corrupt: (reason: string) => CorruptStoreError,
+): FixedHeaderV2 {
+  if (
+    !hasExactKeys(header, ["format", "version", "id", "slots", "cipher"])
+  ) {
+    throw corrupt("its header has missing or unknown fields");
+  }
+  const { id, slots } = header;
+  if (!decodeBase64(id, SALT_BYTES)) {
+    throw corrupt("its header's id is malformed");
+  }
+  if (!Array.isArray(slots) || slots.length < 1 || slots.length > 2) {
+    throw corrupt("its header's slots are not one or two");
+  }
+  const [first, second] = slots as unknown[];
+  if (
+    !isRecord(first) || !hasExactKeys(first, ["kind", "kdf", "check", "key"]) ||
+    first.kind !== "passphrase" || !decodeBase64(first.key, WRAPPED_KEY_BYTES)
+  ) {
+    throw corrupt("its header's first slot is not a passphrase slot");
+  }
+  const { kdf, check } = parseKdfAndCheck(first, corrupt);
+  const fixed: FixedHeaderV2 = {
+    version: 2,
+    id: id as string,
+    passphrase: { kdf, check, key: first.key as string },
+  };
+  if (second === undefined) return fixed;
+  if (
+    !isRecord(second) || !hasExactKeys(second, ["kind", "key"]) ||
+    second.kind !== "remembered" ||
+    !decodeBase64(second.key, WRAPPED_KEY_BYTES)
+  ) {
+    throw corrupt("its header's second slot is not a remembered-key slot");
+  }
+  return { ...fixed, remembered: second.key as string };
+}
+
+/** The `kdf` and `check` fields of a version 1 header or a passphrase slot. */
+function parseKdfAndCheck(
+  record: Record<string, unknown>,
+  corrupt: (reason: string) => CorruptStoreError,
+): { kdf: KdfHeader; check: string } {
+  const { kdf } = record;
   if (
     !isRecord(kdf) || !hasExactKeys(kdf, ["name", "N", "r", "p", "salt"]) ||
     kdf.name !== KDF_NAME
@@ -1119,32 +1629,14 @@ function parseStoreFile(path: string, bytes: Uint8Array): ParsedStoreFile {
   const kdfProblem = scryptParamsProblem(params);
   if (kdfProblem) throw corrupt(`its scrypt parameters are out of range`);
   if (
-    !isRecord(cipher) || !hasExactKeys(cipher, ["name", "iv"]) ||
-    cipher.name !== CIPHER_NAME
+    !decodeBase64(kdf.salt, SALT_BYTES) ||
+    !decodeBase64(record.check, CHECK_BYTES)
   ) {
-    throw corrupt("its header's cipher is not aes-256-gcm with an iv");
-  }
-  const salt = decodeBase64(kdf.salt, SALT_BYTES);
-  const check = decodeBase64(header.check, CHECK_BYTES);
-  const iv = decodeBase64(cipher.iv, IV_BYTES);
-  if (!salt || !check || !iv) {
     throw corrupt("its header's salt, check or iv is malformed");
   }
-  const body = decodeBase64(lines[1]);
-  if (!body || body.length < TAG_BYTES) {
-    throw corrupt("its encrypted contents are malformed or truncated");
-  }
   return {
-    header: {
-      kdf: { ...params, salt: kdf.salt as string },
-      check: header.check as string,
-    },
-    aad: Buffer.from(headerLine, "utf8"),
-    salt,
-    check,
-    iv,
-    ciphertext: body.subarray(0, body.length - TAG_BYTES),
-    tag: body.subarray(body.length - TAG_BYTES),
+    kdf: { ...params, salt: kdf.salt as string },
+    check: record.check as string,
   };
 }
 

@@ -132,6 +132,24 @@ export async function serveBroker(
         log(`cannot write the audit log: ${(error as Error).message}`);
       }
     },
+    onRemembered: ({ unlocked, line }) => {
+      log(line);
+      try {
+        appendAudit(
+          paths.stateDir,
+          unlocked
+            ? { event: "login", provider: "local", keyring: login.keyringName }
+            : {
+              event: "login_failed",
+              provider: "local",
+              keyring: login.keyringName,
+              reason: "wrong_remembered_key",
+            },
+        );
+      } catch (error) {
+        log(`cannot write the audit log: ${(error as Error).message}`);
+      }
+    },
   });
   const tokens = new TokenBroker({
     paths,

@@ -38,7 +38,7 @@ import { loadAllProfiles, type LoadedProfile } from "../profiles/loader.ts";
 import { loadServices } from "../services/loader.ts";
 import { isPlainObject } from "../render/merge.ts";
 import { dirname, join } from "../runtime/path.ts";
-import { descendantsInGroup } from "../runtime/processes.ts";
+import { descendantsInGroup } from "../os/processes.ts";
 import type {
   BrokerFacts,
   ClaudeFacts,

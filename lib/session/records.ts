@@ -22,7 +22,7 @@
 import { join } from "../runtime/path.ts";
 import { type MergeRestore, restoreMergedConfig } from "./merged_config.ts";
 import { CantCreateError } from "../errors.ts";
-import { isProcessRunning, readProcStat } from "../runtime/processes.ts";
+import { isProcessRunning, readProcStat } from "../os/processes.ts";
 import {
   describeFsError,
   ensurePrivateDir,

@@ -10,7 +10,7 @@
 
 import { CantCreateError } from "./errors.ts";
 import { dirname, join } from "./runtime/path.ts";
-import { isProcessRunning, readProcStat } from "./runtime/processes.ts";
+import { isProcessRunning, readProcStat } from "./os/processes.ts";
 
 /** The SHA-256 of a string or bytes as lowercase hex (see `sha256.ts`). */
 export { sha256Hex } from "./runtime/sha256.ts";

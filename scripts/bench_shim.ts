@@ -26,7 +26,7 @@ import { childrenCpuMs, summarize } from "./bench_stats.ts";
 import { cpus } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { descendantsInGroup } from "../lib/runtime/processes.ts";
+import { descendantsInGroup } from "../lib/os/processes.ts";
 
 /** The benchmark's settings, from the command line. */
 export interface ShimBenchOptions {

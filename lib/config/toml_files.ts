@@ -350,6 +350,13 @@ export async function parseTomlText(
 export const MAX_OPERATOR_FILE_BYTES = 1024 * 1024;
 
 /**
+ * As Deno.readTextFileSync decodes: invalid bytes become U+FFFD and a byte
+ * order mark is kept. One for every file (it keeps no state between
+ * `decode` calls without `stream`): a launch reads several.
+ */
+const UTF8 = new TextDecoder("utf-8", { ignoreBOM: true });
+
+/**
  * Reads an operator's file: undefined when nothing is at `path`. Anything
  * there that cannot be read (a dangling symlink, a folder, no permission)
  * is an {@linkcode InvalidFileError}, so that it is reported and skipped
@@ -381,9 +388,7 @@ export function readOperatorFile(
       sizeHint: info.size,
     });
     if (bytes.length > maxBytes) throw tooLarge(path, { what, maxBytes });
-    // As Deno.readTextFileSync decodes: invalid bytes become U+FFFD and a
-    // byte order mark is kept.
-    return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
+    return UTF8.decode(bytes);
   } catch (error) {
     if (error instanceof InvalidFileError) throw error;
     if (error instanceof Deno.errors.NotFound && !entryExists(path)) {

@@ -40,7 +40,7 @@ import { loadServices, type Service } from "../services/loader.ts";
 import { importLazily } from "../runtime/lazy_import.ts";
 import { isPlainObject } from "../render/merge.ts";
 import { dirname, join } from "../runtime/path.ts";
-import { descendantsInGroup } from "../runtime/processes.ts";
+import { descendantsInGroup } from "../os/processes.ts";
 import type {
   BrokerFacts,
   ClaudeFacts,

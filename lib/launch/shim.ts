@@ -5,7 +5,7 @@
  * restarts gets a fresh token. `lib/cli/shim.ts` parses the argv.
  *
  * Where it can (Linux and macOS), the shim replaces itself with the server
- * (`execve`, lib/runtime/exec.ts): the server keeps the shim's pid, so its
+ * (`execve`, lib/os/exec.ts): the server keeps the shim's pid, so its
  * parent is the agent, its exit status and a death by signal are its own,
  * and no sherlock process stays resident (about 37 MiB per server; see
  * docs/BENCHMARKS.md, "The token shim"). Where exec is impossible (Windows,
@@ -20,7 +20,7 @@
 import { fetchToken } from "../broker/client.ts";
 import { ExecutableNotFoundError, NotExecutableError } from "../errors.ts";
 import { applyTokenFormat } from "../services/token_format.ts";
-import { Errno, type Exec, openExec } from "../runtime/exec.ts";
+import { Errno, type Exec, openExec } from "../os/exec.ts";
 import {
   findExecutable,
   FORWARDED_SIGNALS,

@@ -28,7 +28,7 @@ import {
   NotExecutableError,
 } from "../errors.ts";
 import { delimiter, isAbsolute, join } from "../runtime/path.ts";
-import { descendantsInGroup } from "../runtime/processes.ts";
+import { descendantsInGroup } from "../os/processes.ts";
 
 /**
  * The numbers of the signals sherlock catches: the same on Linux and macOS.

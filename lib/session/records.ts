@@ -22,7 +22,7 @@
 import { join } from "../runtime/path.ts";
 import { type MergeRestore, restoreMergedConfig } from "./merged_config.ts";
 import { CantCreateError } from "../errors.ts";
-import { isProcessRunning, readProcStat } from "../runtime/processes.ts";
+import { isProcessRunning, readProcStat } from "../os/processes.ts";
 import {
   describeFsError,
   ensurePrivateDir,
@@ -93,9 +93,43 @@ export function newSessionRecord(
     agent,
     pid: Deno.pid,
     processStart: processStartTime(Deno.pid),
-    created: new Date().toISOString(),
+    created: isoTimestamp(Date.now()),
     files: [],
   };
+}
+
+/**
+ * `ms` since the epoch as `Date#toISOString` writes it
+ * (`2026-12-05T08:30:00.000Z`), for years 0 to 9999. Computed here because
+ * the first `toISOString` of a process costs about 0.8 ms of CPU time
+ * (V8's date machinery), measured on the launch path (docs/BENCHMARKS.md).
+ */
+export function isoTimestamp(ms: number): string {
+  const days = Math.floor(ms / 86_400_000);
+  const inDay = ms - days * 86_400_000;
+  // Days since 1970-01-01 to a civil date (proleptic Gregorian), counted
+  // in 400-year eras from 0000-03-01 so that leap days come last.
+  const shifted = days + 719_468;
+  const era = Math.floor(shifted / 146_097);
+  const dayOfEra = shifted - era * 146_097;
+  const yearOfEra = Math.floor(
+    (dayOfEra - Math.floor(dayOfEra / 1460) + Math.floor(dayOfEra / 36_524) -
+      Math.floor(dayOfEra / 146_096)) / 365,
+  );
+  const dayOfYear = dayOfEra -
+    (365 * yearOfEra + Math.floor(yearOfEra / 4) -
+      Math.floor(yearOfEra / 100));
+  const monthFromMarch = Math.floor((5 * dayOfYear + 2) / 153);
+  const day = dayOfYear - Math.floor((153 * monthFromMarch + 2) / 5) + 1;
+  const month = monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9;
+  const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0);
+  const pad = (value: number, width: number) =>
+    String(value).padStart(width, "0");
+  return `${pad(year, 4)}-${pad(month, 2)}-${pad(day, 2)}T${
+    pad(Math.floor(inDay / 3_600_000), 2)
+  }:${pad(Math.floor(inDay / 60_000) % 60, 2)}:${
+    pad(Math.floor(inDay / 1000) % 60, 2)
+  }.${pad(inDay % 1000, 3)}Z`;
 }
 
 /** Saves a record (0600 in a 0700 folder). */

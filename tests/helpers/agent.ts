@@ -17,7 +17,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { isProcessRunning } from "../../lib/runtime/processes.ts";
+import { isProcessRunning } from "../../lib/os/processes.ts";
 import type { AgentRecord } from "./fake_agent.ts";
 import type { TestHome } from "./home.ts";
 import { type ProfileSpec, profileToml } from "./profiles.ts";

@@ -22,7 +22,7 @@ import {
 } from "../helpers/broker_home.ts";
 import { registerSession } from "../../lib/broker/client.ts";
 import { isAlive } from "../helpers/daemon_processes.ts";
-import { descendantsInGroup } from "../../lib/runtime/processes.ts";
+import { descendantsInGroup } from "../../lib/os/processes.ts";
 import { SHIM_SPAWN_VARIABLE } from "../../lib/launch/shim.ts";
 import { filesContaining } from "../helpers/leaks.ts";
 import { tokenServiceToml } from "../helpers/profiles.ts";

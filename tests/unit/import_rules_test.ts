@@ -343,12 +343,14 @@ Deno.test("the rules refuse a wrong-way import, naming the file, the import and 
       ["lib/doctor/x.ts", 'export { a } from "../broker/daemon/serve.ts";\n'],
       ["lib/cli/x.ts", 'import { serve } from "../broker/daemon/serve.ts";\n'],
       ["lib/newpart/x.ts", 'import "../errors.ts";\n'],
+      ["lib/render/x.ts", 'import { d } from "../os/processes.ts";\n'],
+      ["lib/config/x.ts", 'import { e } from "../os/exec.ts";\n'],
     ]),
   );
-  assert.equal(problems.length, 6, problems.join("\n"));
+  assert.equal(problems.length, 8, problems.join("\n"));
   assert.match(
     problems[0],
-    /^lib\/launch\/x\.ts imports "\.\.\/cli\/output\.ts" \(lib\/cli\/output\.ts\): launch may not import cli \(docs\/architecture\.md, "Import rules": launch may import session, render, profiles, services, config, broker\/client, broker\/protocol, broker\/socket_path and the shared files\)$/,
+    /^lib\/launch\/x\.ts imports "\.\.\/cli\/output\.ts" \(lib\/cli\/output\.ts\): launch may not import cli \(docs\/architecture\.md, "Import rules": launch may import session, render, profiles, services, config, broker\/client, broker\/protocol, broker\/socket_path, os and the shared files\)$/,
   );
   assert.match(problems[1], /bridge may not import render/);
   assert.match(
@@ -361,6 +363,9 @@ Deno.test("the rules refuse a wrong-way import, naming the file, the import and 
     /cli may not import broker\/daemon except lazily/,
   );
   assert.match(problems[5], /lib\/newpart\/x\.ts is in no part/);
+  // OS code is not shared: only the parts that run processes reach it.
+  assert.match(problems[6], /render may not import os/);
+  assert.match(problems[7], /config may not import os/);
 });
 
 Deno.test("the rules take what they allow: lazily, a type, one file, a part's own modules", () => {

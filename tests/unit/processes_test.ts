@@ -1,10 +1,10 @@
 /**
- * `/proc/<pid>/stat` (lib/runtime/processes.ts): the fields counted from the
+ * `/proc/<pid>/stat` (lib/os/processes.ts): the fields counted from the
  * command name's last parenthesis, whatever the name holds.
  */
 
 import assert from "node:assert/strict";
-import { parseProcStat, readProcStat } from "../../lib/runtime/processes.ts";
+import { parseProcStat, readProcStat } from "../../lib/os/processes.ts";
 
 /** A stat line with `name` as the command, parent 41, group 40, start 58572. */
 function statLine(name: string): string {

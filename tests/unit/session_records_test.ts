@@ -13,6 +13,7 @@ import {
 } from "../../lib/session/rendered_config.ts";
 import {
   endSession,
+  isoTimestamp,
   newSessionId,
   newSessionRecord,
   readSessionRecords,
@@ -211,4 +212,31 @@ Deno.test("sweepStaleSessions: an unreadable record is left for the operator", a
     assert.deepEqual(sweepStaleSessions(state), []);
     assert.deepEqual(listNames(sessionsDir(state)), ["junk.json"]);
   });
+});
+
+Deno.test("a record's start time is written as Date#toISOString writes it, leap days and years 0 to 9999 included", () => {
+  const samples = [
+    0,
+    -1,
+    951_782_400_000, // 2000-02-29, a leap day of a year divisible by 400
+    951_868_800_000, // 2000-03-01
+    4_107_542_399_999, // 2100-02-28T23:59:59.999Z: 2100 has no 29 February
+    -62_167_219_200_000, // 0000-01-01
+    253_402_300_799_999, // 9999-12-31T23:59:59.999Z
+    1_700_000_000_123,
+  ];
+  // And a spread over the whole range, with milliseconds in every field.
+  for (
+    let ms = -62_167_219_200_000;
+    ms < 253_402_300_799_999;
+    ms += 7_777_777_777_777
+  ) {
+    samples.push(ms);
+  }
+  for (const ms of samples) {
+    assert.equal(isoTimestamp(ms), new Date(ms).toISOString(), `${ms}`);
+  }
+  const before = Date.now();
+  const { created } = newSessionRecord("0123456789ab", "claude");
+  assert.ok(Date.parse(created) >= before && Date.parse(created) <= Date.now());
 });

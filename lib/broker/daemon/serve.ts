@@ -35,7 +35,7 @@ import { handleRequest } from "./handler.ts";
 import { type HttpServer, serveHttp } from "./http_server.ts";
 import { LoginState } from "./login_state.ts";
 import { TokenBroker } from "./token_broker.ts";
-import { setNonDumpable } from "../../runtime/libc.ts";
+import { setNonDumpable } from "../../os/libc.ts";
 
 /**
  * The file in the runtime folder that every serving daemon holds a shared

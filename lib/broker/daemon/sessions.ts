@@ -20,7 +20,7 @@
 
 import process from "node:process";
 import { sha256Hex } from "../../private_files.ts";
-import { readProcStat } from "../../runtime/processes.ts";
+import { readProcStat } from "../../os/processes.ts";
 import { BrokerRequestError } from "./request_error.ts";
 
 /** How often the table drops the sessions of processes that are gone. */

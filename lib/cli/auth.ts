@@ -20,7 +20,10 @@ import {
 import type { LegacyDiscovery } from "../broker/protocol.ts";
 import { NAME_PATTERN } from "../config/names.ts";
 import { NotLoggedInError, UsageError } from "../errors.ts";
-import { commandContext } from "./context.ts";
+import { closestName } from "../config/suggestion.ts";
+import { join } from "../runtime/path.ts";
+import { COMMANDS, type ParsedArguments } from "./commands.ts";
+import { type CommandContext, commandContext } from "./context.ts";
 import { ignoredWarning, openBrowser, writeLaunchPage } from "./browser.ts";
 import {
   printColumns,
@@ -31,24 +34,15 @@ import {
 } from "./output.ts";
 
 /** Runs the command; returns the exit code. */
-export async function authCommand(args: readonly string[]): Promise<number> {
-  const [first, ...rest] = args;
-  if (first === "status") return await status(rest);
-  if (first === "revoke") return await revoke(rest);
-  const flags = args.filter((arg) => arg.startsWith("-"));
-  const names = args.filter((arg) => !arg.startsWith("-"));
-  const unknown = flags.filter((flag) =>
-    flag !== "--no-browser" && flag !== "--device"
-  );
-  if (unknown.length > 0 || names.length !== 1) {
-    throw new UsageError(
-      unknown.length > 0
-        ? `unknown option ${unknown[0]}; see sherlock auth --help`
-        : "usage: sherlock auth [--no-browser | --device] <service>",
-    );
-  }
-  const service = serviceName(names[0]);
-  const device = flags.includes("--device");
+export async function authCommand(
+  args: ParsedArguments,
+  context: CommandContext,
+): Promise<number> {
+  if (args.subcommand === "status") return await status(args.has("--json"));
+  if (args.subcommand === "revoke") return await revoke(args.positionals[0]);
+  const service = serviceName(args.positionals[0]);
+  rejectSubcommandTypo(service, context);
+  const device = args.has("--device");
   const socket = await storeSocket();
   const { flow, url, userCode, legacyDiscovery } = await startAuthorization(
     socket,
@@ -60,7 +54,7 @@ export async function authCommand(args: readonly string[]): Promise<number> {
   // browser runs, since a headless one may finish before it exits.
   const finished = finishAuthorization(socket, flow);
   finished.catch(() => {});
-  const noBrowser = flags.includes("--no-browser");
+  const noBrowser = args.has("--no-browser");
   if (userCode !== undefined) {
     printWarning(
       `to authorize ${service}, open ${url} on any device and enter the code ${userCode}`,
@@ -107,11 +101,7 @@ export async function authCommand(args: readonly string[]): Promise<number> {
   return 0;
 }
 
-async function status(args: readonly string[]): Promise<number> {
-  const json = args.includes("--json");
-  if (args.some((arg) => arg !== "--json")) {
-    throw new UsageError("usage: sherlock auth status [--json]");
-  }
+async function status(json: boolean): Promise<number> {
   const { services } = await authorizationStatus(await brokerSocket());
   if (json) {
     printJson({ services });
@@ -155,11 +145,8 @@ async function status(args: readonly string[]): Promise<number> {
   return 0;
 }
 
-async function revoke(args: readonly string[]): Promise<number> {
-  if (args.length !== 1) {
-    throw new UsageError("usage: sherlock auth revoke <service>");
-  }
-  const service = serviceName(args[0]);
+async function revoke(name: string): Promise<number> {
+  const service = serviceName(name);
   const result = await revokeAuthorization(await storeSocket(), service);
   printLine(
     !result.forgotten
@@ -176,6 +163,24 @@ function legacyDiscoveryLine(legacy: LegacyDiscovery): string {
   return legacy.via === "server_metadata"
     ? `the server speaks the 2025-03-26 authorization (no protected-resource metadata): using ${legacy.issuer}'s metadata`
     : `the server speaks the 2025-03-26 authorization (no protected-resource metadata, no authorization server metadata): using the default endpoints of ${legacy.issuer}`;
+}
+
+/**
+ * `sherlock auth stats`: a word no service in services.d is named and that
+ * is a typo of a subcommand is a usage error (2) that names the
+ * subcommand, not a missing service (78).
+ */
+function rejectSubcommandTypo(name: string, context: CommandContext): void {
+  const subcommands = Object.keys(COMMANDS.auth.subcommands);
+  const typo = closestName(name, subcommands);
+  if (typo === undefined) return;
+  try {
+    Deno.statSync(join(context.paths.servicesDir, `${name}.toml`));
+  } catch {
+    throw new UsageError(
+      `no subcommand or service named ${name} (did you mean ${typo}?); see sherlock auth --help`,
+    );
+  }
 }
 
 function serviceName(name: string): string {

@@ -23,8 +23,8 @@ import {
 import { ensurePrivateDir } from "../private_files.ts";
 import { loadSettings } from "../config/settings.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
-import { didYouMean } from "../config/suggestion.ts";
-import { commandContext } from "./context.ts";
+import type { ParsedArguments } from "./commands.ts";
+import { type CommandContext, commandContext } from "./context.ts";
 import { describeLogin, loginJson } from "./login_text.ts";
 import type { BrokerStatusJson } from "./json_shapes.ts";
 import type { Health } from "../broker/protocol.ts";
@@ -39,34 +39,25 @@ import {
 const STOP_TIMEOUT_MS = 10_000;
 
 /** Runs the command; returns the exit code. */
-export async function brokerCommand(args: readonly string[]): Promise<number> {
-  const [action, ...rest] = args;
-  switch (action) {
+export async function brokerCommand(
+  args: ParsedArguments,
+  _context: CommandContext,
+): Promise<number> {
+  switch (args.subcommand) {
     case "serve":
-      return await serve(rest);
+      return await serve(args.has("--background"));
     case "start":
-      return await start(rest);
+      return await start();
     case "stop":
-      return await stop(rest);
+      return await stop();
     case "status":
-      return await status(rest);
-    case "log":
-      return log(rest);
+      return await status(args.has("--json"));
     default:
-      throw new UsageError(
-        `unknown broker command ${action}${
-          didYouMean(action, ["serve", "start", "stop", "status", "log"])
-        }; see sherlock broker --help`,
-      );
+      return log(args.value("--lines"));
   }
 }
 
-async function serve(args: readonly string[]): Promise<number> {
-  const background = args.includes("--background");
-  const unknown = args.find((arg) => arg !== "--background");
-  if (unknown) {
-    throw new UsageError(`unknown option ${unknown} for broker serve`);
-  }
+async function serve(background: boolean): Promise<number> {
   const { env, paths } = commandContext();
   const { serveBroker, brokerLogWriter, oneLogLine } = await importLazily<
     typeof import("../broker/daemon/serve.ts")
@@ -100,8 +91,7 @@ async function serve(args: readonly string[]): Promise<number> {
   return 0;
 }
 
-async function start(args: readonly string[]): Promise<number> {
-  if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
+async function start(): Promise<number> {
   const { paths } = commandContext();
   const socket = paths.socket;
   const health = await ensureBroker({ socket, logFile: paths.brokerLog });
@@ -111,8 +101,7 @@ async function start(args: readonly string[]): Promise<number> {
   return 0;
 }
 
-async function stop(args: readonly string[]): Promise<number> {
-  if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
+async function stop(): Promise<number> {
   const { paths } = commandContext();
   const socket = paths.socket;
   const health = await brokerHealth(socket);
@@ -137,11 +126,7 @@ async function stop(args: readonly string[]): Promise<number> {
   return 0;
 }
 
-async function status(args: readonly string[]): Promise<number> {
-  const json = args.length === 1 && args[0] === "--json";
-  if (args.length > 0 && !json) {
-    throw new UsageError(`unexpected argument ${args[0]}`);
-  }
+async function status(json: boolean): Promise<number> {
   const { paths } = commandContext();
   const socket = paths.socket;
   const health = await brokerHealth(socket);
@@ -188,14 +173,13 @@ async function statusJson(
     : ExitCode.Unavailable;
 }
 
-function log(args: readonly string[]): number {
-  let count = 20;
-  if (args.length > 0) {
-    if (args[0] !== "-n" || args.length !== 2 || !/^\d+$/.test(args[1])) {
-      throw new UsageError("usage: sherlock broker log [-n N]");
-    }
-    count = Number(args[1]);
+function log(lines: string | undefined): number {
+  if (lines !== undefined && !/^\d+$/.test(lines)) {
+    throw new UsageError(
+      `-n takes a number of entries, not ${lines}; usage: sherlock broker log [-n N]`,
+    );
   }
+  const count = lines === undefined ? 20 : Number(lines);
   const { paths } = commandContext();
   return printAudit(paths.auditLog, count);
 }

@@ -23,15 +23,17 @@ import { describeFsError } from "../private_files.ts";
 import { describeLogin, loginDetails, loginJson } from "./login_text.ts";
 import { chooseLogin, oidcLoginCommand } from "./login_oidc.ts";
 import type { WhoamiJson } from "./json_shapes.ts";
-import { commandContext } from "./context.ts";
+import { COMMANDS, flagWords, type ParsedArguments } from "./commands.ts";
+import { type CommandContext, commandContext } from "./context.ts";
 import { printJson, printLine, printWarning } from "./output.ts";
 import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
 
 /** `sherlock login`: the OIDC provider's (login_oidc.ts) or the local store's. */
 export async function loginCommand(
-  allArgs: readonly string[],
+  parsed: ParsedArguments,
+  _context: CommandContext,
 ): Promise<number> {
-  const chosen = await chooseLogin(allArgs);
+  const chosen = await chooseLogin(flagWords(parsed, COMMANDS.login.flags));
   if ("oidc" in chosen) return await oidcLoginCommand(chosen.oidc);
   const args = chosen.local;
   let passphraseFile: string | undefined;
@@ -73,8 +75,10 @@ export async function loginCommand(
 }
 
 /** `sherlock logout`. */
-export async function logoutCommand(args: readonly string[]): Promise<number> {
-  if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
+export async function logoutCommand(
+  _args: ParsedArguments,
+  _context: CommandContext,
+): Promise<number> {
   const socket = await runningBrokerSocket();
   if (socket === undefined) return 0;
   const before = await whoami(socket);
@@ -99,11 +103,15 @@ export async function logoutCommand(args: readonly string[]): Promise<number> {
  * `sherlock whoami [--verbose | --json]`: exit 0 when logged in, 77 when
  * not.
  */
-export async function whoamiCommand(args: readonly string[]): Promise<number> {
-  if (args.length === 1 && args[0] === "--json") return await whoamiJson();
-  const verbose = args[0] === "--verbose";
-  const rest = verbose ? args.slice(1) : args;
-  if (rest.length > 0) throw new UsageError(`unexpected argument ${rest[0]}`);
+export async function whoamiCommand(
+  args: ParsedArguments,
+  _context: CommandContext,
+): Promise<number> {
+  const verbose = args.has("--verbose");
+  if (args.has("--json")) {
+    if (verbose) throw new UsageError("give --verbose or --json, not both");
+    return await whoamiJson();
+  }
   const socket = await runningBrokerSocket();
   if (socket === undefined) return ExitCode.NoPermission;
   const who = await whoami(socket);

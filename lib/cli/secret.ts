@@ -16,7 +16,8 @@ import {
 } from "../broker/client.ts";
 import { NoPermissionError, UsageError } from "../errors.ts";
 import { NAME_PATTERN } from "../config/names.ts";
-import { commandContext } from "./context.ts";
+import type { ParsedArguments } from "./commands.ts";
+import { type CommandContext, commandContext } from "./context.ts";
 import { printColumns, printJson, printLine, printWarning } from "./output.ts";
 import { didYouMean } from "../config/suggestion.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
@@ -67,13 +68,13 @@ export function unreadSecretProblem(
 }
 
 /** Runs the command; returns the exit code. */
-export async function secretCommand(args: readonly string[]): Promise<number> {
-  const [action, ...rest] = args;
+export async function secretCommand(
+  args: ParsedArguments,
+  _context: CommandContext,
+): Promise<number> {
+  const action = args.subcommand;
   if (action === "ls") {
-    const json = rest.length === 1 && rest[0] === "--json";
-    if (rest.length > 0 && !json) {
-      throw new UsageError("usage: sherlock secret ls [--json]");
-    }
+    const json = args.has("--json");
     const { secrets } = await listSecrets(await brokerSocket());
     if (json) {
       // Names and dates only: the broker never sends a value here.
@@ -98,21 +99,7 @@ export async function secretCommand(args: readonly string[]): Promise<number> {
     printColumns(rows, "header");
     return 0;
   }
-  if (action !== "set" && action !== "rm") {
-    throw new UsageError(
-      `unknown secret command ${action}${
-        didYouMean(action, ["set", "rm", "ls"])
-      }; see sherlock secret --help`,
-    );
-  }
-  if (rest.length !== 1) {
-    throw new UsageError(
-      action === "set"
-        ? "usage: sherlock secret set <service> (the value comes from stdin or a prompt, never from argv)"
-        : "usage: sherlock secret rm <service>",
-    );
-  }
-  const name = rest[0];
+  const [name] = args.positionals;
   if (!NAME_PATTERN.test(name)) {
     // Not repeated: a wrong argument may be a token pasted in the wrong place.
     throw new UsageError(INVALID_NAME_MESSAGE);

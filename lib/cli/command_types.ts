@@ -39,6 +39,11 @@ export interface FlagSpec {
   choices?: readonly string[];
   /** It may be given more than once (each value is kept, in order). */
   repeatable?: boolean;
+  /**
+   * sherlock's own call, not the operator's (`completions --complete`):
+   * in no usage line, completion or reference.
+   */
+  hidden?: boolean;
 }
 
 /** A positional argument. */

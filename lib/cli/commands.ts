@@ -222,7 +222,7 @@ export const COMMANDS = {
   completions: {
     summary: "print a shell's completion script (bash, zsh or fish)",
     // `--complete -- WORD…` is the scripts' own call, not the operator's.
-    flags: [{ name: "--complete" }],
+    flags: [{ name: "--complete", hidden: true }],
     positionals: [{
       name: "shell",
       kind: "choice",
@@ -297,6 +297,7 @@ export function usageLine(name: CommandName, subcommand?: string): string {
   const words = [`sherlock ${name}`];
   if (subcommand !== undefined) words.push(subcommand);
   for (const flag of syntax.flags ?? []) {
+    if (flag.hidden) continue;
     const value = flag.value === undefined ? "" : ` ${flag.placeholder}`;
     words.push(`[${flag.name}${value}]${flag.repeatable ? "…" : ""}`);
   }

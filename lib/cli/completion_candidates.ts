@@ -132,7 +132,7 @@ function offerKind(
 
 /** Every flag of `syntax` as it may be typed: long names, then short ones. */
 function flagWords(syntax: SyntaxSpec): string[] {
-  const flags = syntax.flags ?? [];
+  const flags = (syntax.flags ?? []).filter((flag) => !flag.hidden);
   return [
     ...flags.map((flag) => flag.name),
     ...flags.flatMap((flag) => flag.short === undefined ? [] : [flag.short]),

@@ -14,6 +14,7 @@ import {
   type CommandSpec,
   type SyntaxSpec,
 } from "../../lib/cli/commands.ts";
+import { isOAuthServiceText } from "../../lib/cli/completions.ts";
 
 const entries = Object.entries(COMMANDS) as [string, CommandSpec][];
 
@@ -134,4 +135,15 @@ Deno.test("completionRequest: which names, which words, and files where they fit
   );
   assert.deepEqual(completionRequest(["run", "--str"]).words, ["--strict"]);
   assert.deepEqual(completionRequest(["--dry-run", ""]).names, ["agents"]);
+});
+
+Deno.test('isOAuthServiceText: [token] source = "oauth", read by lines', () => {
+  assert.ok(
+    isOAuthServiceText('[service]\nname = "a"\n\n[token]\nsource = "oauth"\n'),
+  );
+  assert.ok(isOAuthServiceText("token = { source = 'oauth' }\n"));
+  assert.ok(
+    !isOAuthServiceText('[token]\nsource = "secret"\n[x]\nsource = "oauth"\n'),
+  );
+  assert.ok(!isOAuthServiceText('[service]\nsource = "oauth"\n'));
 });

@@ -64,6 +64,8 @@ export interface SyntaxSpec {
   flags?: readonly FlagSpec[];
   /** Its positional arguments, in order. */
   positionals?: readonly PositionalSpec[];
+  /** Said after its usage line in a usage error, e.g. where a value comes from. */
+  usageNote?: string;
 }
 
 /** One command. */

@@ -123,7 +123,10 @@ export const COMMANDS = {
   secret: {
     summary: "set, remove or list the secrets of the local store",
     subcommands: {
-      set: { positionals: [{ name: "service", kind: "service" }] },
+      set: {
+        positionals: [{ name: "service", kind: "service" }],
+        usageNote: "the value comes from stdin or a prompt, never from argv",
+      },
       rm: { positionals: [{ name: "service", kind: "secret" }] },
       ls: { flags: [JSON_FLAG] },
     },
@@ -376,7 +379,10 @@ export function parseArguments(
     }
   }
   const where = subcommand === undefined ? name : `${name} ${subcommand}`;
-  const usage = () => `usage: ${usageLine(name, subcommand)}`;
+  const usage = () =>
+    `usage: ${usageLine(name, subcommand)}${
+      syntax.usageNote === undefined ? "" : ` (${syntax.usageNote})`
+    }`;
   const flags = syntax.flags ?? [];
   const given = new Map<string, string[]>();
   const positionals: string[] = [];

@@ -149,7 +149,10 @@ Deno.test("parseArguments: usage errors (exit 2), with the closest name for a ty
   );
   // An extra argument is counted, never quoted: it may be a pasted token.
   const extra = usageError("secret", ["set", "github", "ghp_secretvalue"]);
-  assert.match(extra, /^secret set takes at most 1 argument, got 2/);
+  assert.match(
+    extra,
+    /^secret set takes at most 1 argument, got 2; usage: sherlock secret set <service> \(the value comes from stdin or a prompt, never from argv\)$/,
+  );
   assert.ok(!extra.includes("ghp_secretvalue"));
   assert.match(
     usageError("broker", ["stauts"]),

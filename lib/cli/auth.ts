@@ -23,52 +23,51 @@ import { NotLoggedInError, UsageError } from "../errors.ts";
 import { closestName } from "../config/suggestion.ts";
 import { join } from "../runtime/path.ts";
 import { COMMANDS, type ParsedArguments } from "./commands.ts";
-import { type CommandContext, commandContext } from "./context.ts";
+import type { CommandContext } from "./context.ts";
 import { ignoredWarning, openBrowser, writeLaunchPage } from "./browser.ts";
-import {
-  printColumns,
-  printJson,
-  printLine,
-  printWarning,
-  whileWaiting,
-} from "./output.ts";
+import { printer, whileWaiting } from "./output.ts";
 
 /** Runs the command; returns the exit code. */
 export async function authCommand(
   args: ParsedArguments,
   context: CommandContext,
 ): Promise<number> {
-  if (args.subcommand === "status") return await status(args.has("--json"));
-  if (args.subcommand === "revoke") return await revoke(args.positionals[0]);
+  const out = printer(context);
+  if (args.subcommand === "status") {
+    return await status(args.has("--json"), context);
+  }
+  if (args.subcommand === "revoke") {
+    return await revoke(args.positionals[0], context);
+  }
   const service = serviceName(args.positionals[0]);
   rejectSubcommandTypo(service, context);
   const device = args.has("--device");
-  const socket = await storeSocket();
+  const socket = await storeSocket(context);
   const { flow, url, userCode, legacyDiscovery } = await startAuthorization(
     socket,
     service,
     { device },
   );
-  if (legacyDiscovery) printWarning(legacyDiscoveryLine(legacyDiscovery));
+  if (legacyDiscovery) out.warning(legacyDiscoveryLine(legacyDiscovery));
   // The daemon listens (or polls) already; ask for the result before the
   // browser runs, since a headless one may finish before it exits.
   const finished = finishAuthorization(socket, flow);
   finished.catch(() => {});
   const noBrowser = args.has("--no-browser");
   if (userCode !== undefined) {
-    printWarning(
+    out.warning(
       `to authorize ${service}, open ${url} on any device and enter the code ${userCode}`,
     );
   } else if (noBrowser) {
     // The operator's own stderr: the URL goes in no argv (docs/security.md).
-    printWarning(`to authorize ${service}, open: ${url}`);
+    out.warning(`to authorize ${service}, open: ${url}`);
   }
   // The URL is in no argv: the browser gets a 0600 launch page for it.
   using page = userCode === undefined && !noBrowser
-    ? writeLaunchPage(url, commandContext().paths.runtimeDir)
+    ? writeLaunchPage(url, context.paths.runtimeDir)
     : undefined;
   if (page) {
-    printWarning(
+    out.warning(
       `to authorize ${service}, sherlock opens your browser at ${page.url} (it forwards to the server; --no-browser prints the URL)`,
     );
   }
@@ -76,7 +75,7 @@ export async function authCommand(
     ? openBrowser({
       page,
       url,
-      browser: Deno.env.get("BROWSER"),
+      browser: context.env.BROWSER,
       otherwise:
         `or run "sherlock auth --device ${service}" where the server offers it`,
     })
@@ -89,9 +88,9 @@ export async function authCommand(
   );
   await browser?.catch(() => {});
   if (result.ignoredRequests) {
-    printWarning(ignoredWarning(result.ignoredRequests));
+    out.warning(ignoredWarning(result.ignoredRequests));
   }
-  printLine(
+  out.line(
     `authorized ${service} at ${result.issuer ?? "its server"}${
       result.signedInAs ? ` as ${result.signedInAs}` : ""
     }${
@@ -101,14 +100,18 @@ export async function authCommand(
   return 0;
 }
 
-async function status(json: boolean): Promise<number> {
-  const { services } = await authorizationStatus(await brokerSocket());
+async function status(
+  json: boolean,
+  context: CommandContext,
+): Promise<number> {
+  const out = printer(context);
+  const { services } = await authorizationStatus(await brokerSocket(context));
   if (json) {
-    printJson({ services });
+    out.json({ services });
     return 0;
   }
   if (services.length === 0) {
-    printLine('no service has [token] source = "oauth"');
+    out.line('no service has [token] source = "oauth"');
     return 0;
   }
   const rows = [[
@@ -141,14 +144,18 @@ async function status(json: boolean): Promise<number> {
       entry.refreshToken ? "yes" : "no",
     ]);
   }
-  printColumns(rows, "header");
+  out.columns(rows, "header");
   return 0;
 }
 
-async function revoke(name: string): Promise<number> {
+async function revoke(name: string, context: CommandContext): Promise<number> {
+  const out = printer(context);
   const service = serviceName(name);
-  const result = await revokeAuthorization(await storeSocket(), service);
-  printLine(
+  const result = await revokeAuthorization(
+    await storeSocket(context),
+    service,
+  );
+  out.line(
     !result.forgotten
       ? `${service} had no grant`
       : result.revokedAtServer
@@ -193,8 +200,8 @@ function serviceName(name: string): string {
 }
 
 /** The running broker's socket: every auth command needs a login. */
-async function brokerSocket(): Promise<string> {
-  const socket = commandContext().paths.socket;
+async function brokerSocket(context: CommandContext): Promise<string> {
+  const socket = context.paths.socket;
   await loggedInBroker(socket);
   return socket;
 }
@@ -204,8 +211,8 @@ async function brokerSocket(): Promise<string> {
  * there. An SSO login alone leaves it locked, and then the advice is the
  * one every command gives for that state (`sherlock login --local`).
  */
-async function storeSocket(): Promise<string> {
-  const socket = await brokerSocket();
+async function storeSocket(context: CommandContext): Promise<string> {
+  const socket = await brokerSocket(context);
   const advice = loginAdvice(loginState(await whoami(socket)), "store");
   if (advice !== undefined) {
     throw new NotLoggedInError(

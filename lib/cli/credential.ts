@@ -23,7 +23,7 @@ import type { CommandContext } from "./context.ts";
 /** Fetches the credential and prints it; returns 0. */
 export async function credentialCommand(
   args: ParsedArguments,
-  _context: CommandContext,
+  context: CommandContext,
 ): Promise<number> {
   const { socket, name } = credentialOptions(args);
   const capability = Deno.env.get(CAPABILITY_ENV);
@@ -37,7 +37,8 @@ export async function credentialCommand(
     capability,
     credential: true,
   });
-  await Deno.stdout.write(new TextEncoder().encode(`${token}\n`));
+  // Written as it is: the agent reads the key, nothing styles or escapes it.
+  context.stdout.writeSync(new TextEncoder().encode(`${token}\n`));
   return 0;
 }
 

@@ -24,17 +24,21 @@ import { describeLogin, loginDetails, loginJson } from "./login_text.ts";
 import { chooseLogin, oidcLoginCommand } from "./login_oidc.ts";
 import type { WhoamiJson } from "./json_shapes.ts";
 import { COMMANDS, flagWords, type ParsedArguments } from "./commands.ts";
-import { type CommandContext, commandContext } from "./context.ts";
-import { printJson, printLine, printWarning } from "./output.ts";
+import type { CommandContext } from "./context.ts";
+import { type Printer, printer } from "./output.ts";
 import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
 
 /** `sherlock login`: the OIDC provider's (login_oidc.ts) or the local store's. */
 export async function loginCommand(
   parsed: ParsedArguments,
-  _context: CommandContext,
+  context: CommandContext,
 ): Promise<number> {
-  const chosen = await chooseLogin(flagWords(parsed, COMMANDS.login.flags));
-  if ("oidc" in chosen) return await oidcLoginCommand(chosen.oidc);
+  const out = printer(context);
+  const chosen = await chooseLogin(
+    flagWords(parsed, COMMANDS.login.flags),
+    context,
+  );
+  if ("oidc" in chosen) return await oidcLoginCommand(chosen.oidc, context);
   const args = chosen.local;
   let passphraseFile: string | undefined;
   if (args.length > 0) {
@@ -43,7 +47,7 @@ export async function loginCommand(
     }
     passphraseFile = args[1];
   }
-  const { paths } = commandContext();
+  const { paths } = context;
   // Input that needs no prompt is read first: a login that cannot work
   // fails at once, without starting a daemon.
   const given = passphraseFile !== undefined
@@ -56,20 +60,23 @@ export async function loginCommand(
   const before = await whoami(socket);
   const create = !before.storeExists;
   if (given !== undefined) {
-    return loggedIn(await loginWith({ socket, passphrase: given, create }));
+    return loggedIn(
+      await loginWith({ socket, passphrase: given, create }),
+      out,
+    );
   }
   // On a terminal a mistake costs a retry, not the command (as sudo does).
   for (let attempt = 1;; attempt++) {
     const passphrase = create
-      ? await promptNewPassphrase()
+      ? await promptNewPassphrase(out)
       : await readHidden("Passphrase: ");
     try {
-      return loggedIn(await loginWith({ socket, passphrase, create }));
+      return loggedIn(await loginWith({ socket, passphrase, create }), out);
     } catch (error) {
       if (!(error instanceof WrongPassphraseError) || attempt >= TRIES) {
         throw error;
       }
-      printWarning(`${error.message}; try again`);
+      out.warning(`${error.message}; try again`);
     }
   }
 }
@@ -77,21 +84,22 @@ export async function loginCommand(
 /** `sherlock logout`. */
 export async function logoutCommand(
   _args: ParsedArguments,
-  _context: CommandContext,
+  context: CommandContext,
 ): Promise<number> {
-  const socket = await runningBrokerSocket();
+  const out = printer(context);
+  const socket = await runningBrokerSocket(context);
   if (socket === undefined) return 0;
   const before = await whoami(socket);
   const answer = await logout(socket);
   if (answer.revokedAtProvider !== undefined) {
-    printLine(
+    out.line(
       answer.revokedAtProvider
         ? "logged out: the provider revoked the login; the store is locked and cached tokens are dropped"
         : "logged out: the login is forgotten (the provider took no revocation); the store is locked and cached tokens are dropped",
     );
     return 0;
   }
-  printLine(
+  out.line(
     before.loggedIn
       ? "logged out: the store is locked and cached tokens are dropped"
       : "was not logged in: the store was already locked",
@@ -105,30 +113,32 @@ export async function logoutCommand(
  */
 export async function whoamiCommand(
   args: ParsedArguments,
-  _context: CommandContext,
+  context: CommandContext,
 ): Promise<number> {
+  const out = printer(context);
   const verbose = args.has("--verbose");
   if (args.has("--json")) {
     if (verbose) throw new UsageError("give --verbose or --json, not both");
-    return await whoamiJson();
+    return await whoamiJson(context);
   }
-  const socket = await runningBrokerSocket();
+  const socket = await runningBrokerSocket(context);
   if (socket === undefined) return ExitCode.NoPermission;
   const who = await whoami(socket);
-  printLine(describeLogin(who));
+  out.line(describeLogin(who));
   if (verbose) {
-    for (const line of loginDetails(who)) printLine(line);
+    for (const line of loginDetails(who)) out.line(line);
   }
   return who.loggedIn ? 0 : ExitCode.NoPermission;
 }
 
 /** `sherlock whoami --json`: the same exit codes, the login as JSON. */
-async function whoamiJson(): Promise<number> {
-  const socket = commandContext().paths.socket;
+async function whoamiJson(context: CommandContext): Promise<number> {
+  const out = printer(context);
+  const socket = context.paths.socket;
   const running = (await brokerHealth(socket)) !== undefined;
   const who = running ? await whoami(socket) : undefined;
   const shape: WhoamiJson = { brokerRunning: running, ...loginJson(who) };
-  printJson(shape);
+  out.json(shape);
   return who?.loggedIn ? 0 : ExitCode.NoPermission;
 }
 
@@ -145,8 +155,8 @@ async function loginWith(
   return await login(socket, { passphrase, create });
 }
 
-function loggedIn(answer: LoginAnswer): number {
-  printLine(
+function loggedIn(answer: LoginAnswer, out: Printer): number {
+  out.line(
     `${answer.created ? "created the store; " : ""}logged in: ${
       describeLogin(answer)
     }`,
@@ -219,7 +229,7 @@ async function readUntilLineEnd(
  * refused before it is repeated; each mistake asks again, {@linkcode TRIES}
  * times in all.
  */
-async function promptNewPassphrase(): Promise<string> {
+async function promptNewPassphrase(out: Printer): Promise<string> {
   for (let attempt = 1;; attempt++) {
     const first = await readHidden("New passphrase for the sherlock store: ");
     let problem = first === "" ? "no passphrase was given" : tooShort(first);
@@ -231,7 +241,7 @@ async function promptNewPassphrase(): Promise<string> {
     if (attempt >= TRIES) {
       throw new UsageError(`${problem}; nothing was created`);
     }
-    printWarning(`${problem}; try again`);
+    out.warning(`${problem}; try again`);
   }
 }
 
@@ -240,9 +250,12 @@ async function promptNewPassphrase(): Promise<string> {
  * nobody is logged in and returns undefined (logout and whoami never start
  * a broker just to find it locked).
  */
-async function runningBrokerSocket(): Promise<string | undefined> {
-  const socket = commandContext().paths.socket;
+async function runningBrokerSocket(
+  context: CommandContext,
+): Promise<string | undefined> {
+  const socket = context.paths.socket;
   if ((await brokerHealth(socket)) !== undefined) return socket;
-  printLine("not logged in (the broker is not running)");
+  const out = printer(context);
+  out.line("not logged in (the broker is not running)");
   return undefined;
 }

@@ -30,34 +30,26 @@ import {
 } from "../profiles/loader.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
 import { writeEditorSchemas } from "../config/editor_schema_files.ts";
-import { commandContext } from "./context.ts";
-import { printColumns, printJson, printLine, printWarning } from "./output.ts";
-import { isCommandName } from "./commands.ts";
+import type { CommandContext } from "./context.ts";
+import { type Printer, printer } from "./output.ts";
+import { isCommandName, type ParsedArguments } from "./commands.ts";
 import type { AgentsJson } from "./json_shapes.ts";
 
 /** Runs the command; returns the exit code. */
-export async function agentsCommand(args: readonly string[]): Promise<number> {
-  if (args[0] === "show") {
-    const builtin = args[1] === "--builtin";
-    const names = args.slice(builtin ? 2 : 1);
-    if (names.length !== 1 || names[0].startsWith("-")) {
-      throw new UsageError("usage: sherlock agents show [--builtin] <name>");
-    }
-    return builtin ? showBuiltin(names[0]) : await showProfile(names[0]);
+export async function agentsCommand(
+  args: ParsedArguments,
+  context: CommandContext,
+): Promise<number> {
+  const out = printer(context);
+  const [name] = args.positionals;
+  if (args.subcommand === "show") {
+    return args.has("--builtin")
+      ? showBuiltin(name, out)
+      : await showProfile(name, context);
   }
-  if (args[0] === "override") {
-    if (args.length !== 2 || args[1].startsWith("-")) {
-      throw new UsageError("usage: sherlock agents override <name>");
-    }
-    return writeOverride(args[1]);
-  }
-  const json = args.length === 1 && args[0] === "--json";
-  if (args.length > 0 && !json) {
-    throw new UsageError(
-      `unexpected argument ${args[0]}; see sherlock agents --help`,
-    );
-  }
-  const { env, paths } = commandContext();
+  if (args.subcommand === "override") return writeOverride(name, context);
+  const json = args.has("--json");
+  const { env, paths } = context;
   const cache = new ValidationCache(paths.cacheDir);
   const listing = await loadAllProfiles({ paths, cache });
   cache.save();
@@ -124,16 +116,16 @@ export async function agentsCommand(args: readonly string[]): Promise<number> {
   rows.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
   if (json) {
     shape.agents.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-    printJson(shape);
+    out.json(shape);
     return listing.problems.length > 0 ? ExitCode.Config : 0;
   }
   const table = [
     ["NAME", "SOURCE", "EXECUTABLE"],
     ...rows.map((row) => [row.name, ...row.cells]),
   ];
-  printColumns(table, "header");
+  out.columns(table, "header");
   for (const problem of listing.problems) {
-    printWarning(skippedMalformed("profile", problem));
+    out.warning(skippedMalformed("profile", problem));
   }
   return listing.problems.length > 0 ? ExitCode.Config : 0;
 }
@@ -153,8 +145,12 @@ function firstProblem(problem: FileProblem): string {
   return `${line}${key}${problem.reason}${more}`;
 }
 
-async function showProfile(name: string): Promise<number> {
-  const { paths } = commandContext();
+async function showProfile(
+  name: string,
+  context: CommandContext,
+): Promise<number> {
+  const out = printer(context);
+  const { paths } = context;
   const cache = new ValidationCache(paths.cacheDir);
   let loaded: LoadedProfile;
   try {
@@ -165,8 +161,8 @@ async function showProfile(name: string): Promise<number> {
     ) {
       // The newcomer's trap: `agents show claude > agents.d/claude.toml`
       // creates the empty file before sherlock runs.
-      printWarning(error.message);
-      printWarning(
+      out.warning(error.message);
+      out.warning(
         `this file shadows the built-in ${name}: "sherlock agents show --builtin ${name}" shows the built-in, "sherlock agents override ${name}" writes an editable copy (once the file is gone or empty)`,
       );
       return error.exitCode;
@@ -175,9 +171,9 @@ async function showProfile(name: string): Promise<number> {
   } finally {
     cache.save();
   }
-  if (loaded.source === "built-in") return showBuiltin(name);
-  printLine(`# ${loaded.path}`);
-  printLine(stringify(loaded.profile).trimEnd());
+  if (loaded.source === "built-in") return showBuiltin(name, out);
+  out.line(`# ${loaded.path}`);
+  out.line(stringify(loaded.profile).trimEnd());
   return 0;
 }
 
@@ -185,10 +181,10 @@ async function showProfile(name: string): Promise<number> {
  * Prints a built-in profile's own text, every key explained: built-ins
  * spell out every default, so this is the profile as it resolves.
  */
-function showBuiltin(name: string): number {
+function showBuiltin(name: string, out: Printer): number {
   const text = builtinText(name);
-  printLine("# built-in profile");
-  printLine(annotateProfile(text).trimEnd());
+  out.line("# built-in profile");
+  out.line(annotateProfile(text).trimEnd());
   return 0;
 }
 
@@ -198,9 +194,10 @@ function showBuiltin(name: string): number {
  * something in it; an empty one (what a failed `> agents.d/NAME.toml`
  * leaves) holds nothing to lose and is replaced.
  */
-function writeOverride(name: string): number {
+function writeOverride(name: string, context: CommandContext): number {
+  const out = printer(context);
   const text = builtinText(name);
-  const { paths } = commandContext();
+  const { paths } = context;
   const path = join(paths.agentsDir, `${name}.toml`);
   const empty = isEmptyFile(path);
   // Where the file's #:schema line points, for the operator's editor.
@@ -223,8 +220,8 @@ function writeOverride(name: string): number {
       `${path} already exists and was left as it is; edit it, or remove it and run "sherlock agents override ${name}" again`,
     );
   }
-  if (empty) printWarning(`replaced the empty file ${path}`);
-  printLine(path);
+  if (empty) out.warning(`replaced the empty file ${path}`);
+  out.line(path);
   return 0;
 }
 

@@ -20,61 +20,54 @@ import {
 import type { LegacyDiscovery } from "../broker/protocol.ts";
 import { NAME_PATTERN } from "../config/names.ts";
 import { NotLoggedInError, UsageError } from "../errors.ts";
-import { commandContext } from "./context.ts";
+import { closestName } from "../config/suggestion.ts";
+import { join } from "../runtime/path.ts";
+import { COMMANDS, type ParsedArguments } from "./commands.ts";
+import type { CommandContext } from "./context.ts";
 import { ignoredWarning, openBrowser, writeLaunchPage } from "./browser.ts";
-import {
-  printColumns,
-  printJson,
-  printLine,
-  printWarning,
-  whileWaiting,
-} from "./output.ts";
+import { printer, whileWaiting } from "./output.ts";
 
 /** Runs the command; returns the exit code. */
-export async function authCommand(args: readonly string[]): Promise<number> {
-  const [first, ...rest] = args;
-  if (first === "status") return await status(rest);
-  if (first === "revoke") return await revoke(rest);
-  const flags = args.filter((arg) => arg.startsWith("-"));
-  const names = args.filter((arg) => !arg.startsWith("-"));
-  const unknown = flags.filter((flag) =>
-    flag !== "--no-browser" && flag !== "--device"
-  );
-  if (unknown.length > 0 || names.length !== 1) {
-    throw new UsageError(
-      unknown.length > 0
-        ? `unknown option ${unknown[0]}; see sherlock auth --help`
-        : "usage: sherlock auth [--no-browser | --device] <service>",
-    );
+export async function authCommand(
+  args: ParsedArguments,
+  context: CommandContext,
+): Promise<number> {
+  const out = printer(context);
+  if (args.subcommand === "status") {
+    return await status(args.has("--json"), context);
   }
-  const service = serviceName(names[0]);
-  const device = flags.includes("--device");
-  const socket = await storeSocket();
+  if (args.subcommand === "revoke") {
+    return await revoke(args.positionals[0], context);
+  }
+  const service = serviceName(args.positionals[0]);
+  rejectSubcommandTypo(service, context);
+  const device = args.has("--device");
+  const socket = await storeSocket(context);
   const { flow, url, userCode, legacyDiscovery } = await startAuthorization(
     socket,
     service,
     { device },
   );
-  if (legacyDiscovery) printWarning(legacyDiscoveryLine(legacyDiscovery));
+  if (legacyDiscovery) out.warning(legacyDiscoveryLine(legacyDiscovery));
   // The daemon listens (or polls) already; ask for the result before the
   // browser runs, since a headless one may finish before it exits.
   const finished = finishAuthorization(socket, flow);
   finished.catch(() => {});
-  const noBrowser = flags.includes("--no-browser");
+  const noBrowser = args.has("--no-browser");
   if (userCode !== undefined) {
-    printWarning(
+    out.warning(
       `to authorize ${service}, open ${url} on any device and enter the code ${userCode}`,
     );
   } else if (noBrowser) {
     // The operator's own stderr: the URL goes in no argv (docs/security.md).
-    printWarning(`to authorize ${service}, open: ${url}`);
+    out.warning(`to authorize ${service}, open: ${url}`);
   }
   // The URL is in no argv: the browser gets a 0600 launch page for it.
   using page = userCode === undefined && !noBrowser
-    ? writeLaunchPage(url, commandContext().paths.runtimeDir)
+    ? writeLaunchPage(url, context.paths.runtimeDir)
     : undefined;
   if (page) {
-    printWarning(
+    out.warning(
       `to authorize ${service}, sherlock opens your browser at ${page.url} (it forwards to the server; --no-browser prints the URL)`,
     );
   }
@@ -82,7 +75,7 @@ export async function authCommand(args: readonly string[]): Promise<number> {
     ? openBrowser({
       page,
       url,
-      browser: Deno.env.get("BROWSER"),
+      browser: context.env.BROWSER,
       otherwise:
         `or run "sherlock auth --device ${service}" where the server offers it`,
     })
@@ -95,9 +88,9 @@ export async function authCommand(args: readonly string[]): Promise<number> {
   );
   await browser?.catch(() => {});
   if (result.ignoredRequests) {
-    printWarning(ignoredWarning(result.ignoredRequests));
+    out.warning(ignoredWarning(result.ignoredRequests));
   }
-  printLine(
+  out.line(
     `authorized ${service} at ${result.issuer ?? "its server"}${
       result.signedInAs ? ` as ${result.signedInAs}` : ""
     }${
@@ -107,18 +100,18 @@ export async function authCommand(args: readonly string[]): Promise<number> {
   return 0;
 }
 
-async function status(args: readonly string[]): Promise<number> {
-  const json = args.includes("--json");
-  if (args.some((arg) => arg !== "--json")) {
-    throw new UsageError("usage: sherlock auth status [--json]");
-  }
-  const { services } = await authorizationStatus(await brokerSocket());
+async function status(
+  json: boolean,
+  context: CommandContext,
+): Promise<number> {
+  const out = printer(context);
+  const { services } = await authorizationStatus(await brokerSocket(context));
   if (json) {
-    printJson({ services });
+    out.json({ services });
     return 0;
   }
   if (services.length === 0) {
-    printLine('no service has [token] source = "oauth"');
+    out.line('no service has [token] source = "oauth"');
     return 0;
   }
   const rows = [[
@@ -151,17 +144,18 @@ async function status(args: readonly string[]): Promise<number> {
       entry.refreshToken ? "yes" : "no",
     ]);
   }
-  printColumns(rows, "header");
+  out.columns(rows, "header");
   return 0;
 }
 
-async function revoke(args: readonly string[]): Promise<number> {
-  if (args.length !== 1) {
-    throw new UsageError("usage: sherlock auth revoke <service>");
-  }
-  const service = serviceName(args[0]);
-  const result = await revokeAuthorization(await storeSocket(), service);
-  printLine(
+async function revoke(name: string, context: CommandContext): Promise<number> {
+  const out = printer(context);
+  const service = serviceName(name);
+  const result = await revokeAuthorization(
+    await storeSocket(context),
+    service,
+  );
+  out.line(
     !result.forgotten
       ? `${service} had no grant`
       : result.revokedAtServer
@@ -178,6 +172,24 @@ function legacyDiscoveryLine(legacy: LegacyDiscovery): string {
     : `the server speaks the 2025-03-26 authorization (no protected-resource metadata, no authorization server metadata): using the default endpoints of ${legacy.issuer}`;
 }
 
+/**
+ * `sherlock auth stats`: a word no service in services.d is named and that
+ * is a typo of a subcommand is a usage error (2) that names the
+ * subcommand, not a missing service (78).
+ */
+function rejectSubcommandTypo(name: string, context: CommandContext): void {
+  const subcommands = Object.keys(COMMANDS.auth.subcommands);
+  const typo = closestName(name, subcommands);
+  if (typo === undefined) return;
+  try {
+    Deno.statSync(join(context.paths.servicesDir, `${name}.toml`));
+  } catch {
+    throw new UsageError(
+      `no subcommand or service named ${name} (did you mean ${typo}?); see sherlock auth --help`,
+    );
+  }
+}
+
 function serviceName(name: string): string {
   if (!NAME_PATTERN.test(name)) {
     throw new UsageError(
@@ -188,8 +200,8 @@ function serviceName(name: string): string {
 }
 
 /** The running broker's socket: every auth command needs a login. */
-async function brokerSocket(): Promise<string> {
-  const socket = commandContext().paths.socket;
+async function brokerSocket(context: CommandContext): Promise<string> {
+  const socket = context.paths.socket;
   await loggedInBroker(socket);
   return socket;
 }
@@ -199,8 +211,8 @@ async function brokerSocket(): Promise<string> {
  * there. An SSO login alone leaves it locked, and then the advice is the
  * one every command gives for that state (`sherlock login --local`).
  */
-async function storeSocket(): Promise<string> {
-  const socket = await brokerSocket();
+async function storeSocket(context: CommandContext): Promise<string> {
+  const socket = await brokerSocket(context);
   const advice = loginAdvice(loginState(await whoami(socket)), "store");
   if (advice !== undefined) {
     throw new NotLoggedInError(

@@ -17,7 +17,12 @@
  */
 
 import { NoPermissionError, UsageError } from "../errors.ts";
-import { parseInternalArguments } from "./internal_arguments.ts";
+import {
+  parseArguments,
+  type ParsedArguments,
+  requiredValue,
+} from "./commands.ts";
+import type { CommandContext } from "./context.ts";
 import { HEADER_NAME_PATTERN } from "../config/names.ts";
 import { CAPABILITY_ENV } from "../render/servers.ts";
 import {
@@ -56,8 +61,11 @@ export interface BridgeOptions {
 }
 
 /** Runs the bridge until the agent closes its stdin; returns 0. */
-export async function bridgeCommand(args: readonly string[]): Promise<number> {
-  const options = parseBridgeArguments(args);
+export async function bridgeCommand(
+  args: ParsedArguments,
+  _context: CommandContext,
+): Promise<number> {
+  const options = bridgeOptions(args);
   // The session's capability, as the shim gets it: from the entry's env.
   const capability = Deno.env.get(CAPABILITY_ENV) ?? "";
   Deno.env.delete(CAPABILITY_ENV);
@@ -132,23 +140,15 @@ export async function brokerToken(
 
 /** Parses the bridge's argv. Throws {@linkcode UsageError}. */
 export function parseBridgeArguments(args: readonly string[]): BridgeOptions {
-  const parsed = parseInternalArguments(args, {
-    command: "bridge",
-    options: [
-      "--socket",
-      "--session",
-      "--agent",
-      "--url",
-      "--transport",
-      "--token-header",
-      "--token-format",
-    ],
-    repeatable: ["--header"],
-    positional: "service name",
-  });
-  const { values: options, required } = parsed;
+  return bridgeOptions(parseArguments("bridge", args));
+}
+
+/** The bridge's options from its parsed argv. Throws {@linkcode UsageError}. */
+function bridgeOptions(parsed: ParsedArguments): BridgeOptions {
+  const required = (flag: string) =>
+    requiredValue(parsed, { command: "bridge", flag });
   const headers: Record<string, string> = {};
-  for (const text of parsed.repeated.get("--header") ?? []) {
+  for (const text of parsed.values("--header")) {
     const [name, headerValue] = splitHeader(text);
     headers[name] = headerValue;
   }
@@ -162,11 +162,11 @@ export function parseBridgeArguments(args: readonly string[]): BridgeOptions {
   if (target.protocol !== "http:" && target.protocol !== "https:") {
     throw new UsageError("bridge: --url must be an http: or https: URL");
   }
-  const transport = options.get("--transport") ?? "http";
+  const transport = parsed.value("--transport") ?? "http";
   if (transport !== "http" && transport !== "sse") {
     throw new UsageError('bridge: --transport must be "http" or "sse"');
   }
-  const tokenHeader = options.get("--token-header") ?? BRIDGE_TOKEN_HEADER;
+  const tokenHeader = parsed.value("--token-header") ?? BRIDGE_TOKEN_HEADER;
   if (!HEADER_NAME_PATTERN.test(tokenHeader)) {
     throw new UsageError("bridge: --token-header is not a header name");
   }
@@ -179,7 +179,7 @@ export function parseBridgeArguments(args: readonly string[]): BridgeOptions {
       `bridge: --header cannot set ${tokenHeader}: the token comes from the broker`,
     );
   }
-  const tokenFormat = options.get("--token-format") ?? BRIDGE_TOKEN_FORMAT;
+  const tokenFormat = parsed.value("--token-format") ?? BRIDGE_TOKEN_FORMAT;
   if (!tokenFormat.includes("{token}")) {
     throw new UsageError("bridge: --token-format must contain {token}");
   }
@@ -192,7 +192,7 @@ export function parseBridgeArguments(args: readonly string[]): BridgeOptions {
     headers,
     tokenHeader,
     tokenFormat,
-    service: parsed.name,
+    service: parsed.positionals[0],
   };
 }
 

@@ -23,51 +23,40 @@ import {
 import { ensurePrivateDir } from "../private_files.ts";
 import { loadSettings } from "../config/settings.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
-import { didYouMean } from "../config/suggestion.ts";
-import { commandContext } from "./context.ts";
+import type { ParsedArguments } from "./commands.ts";
+import type { CommandContext } from "./context.ts";
 import { describeLogin, loginJson } from "./login_text.ts";
 import type { BrokerStatusJson } from "./json_shapes.ts";
 import type { Health } from "../broker/protocol.ts";
-import {
-  escapeControls,
-  printColumns,
-  printJson,
-  printLine,
-} from "./output.ts";
+import { escapeControls, type Printer, printer } from "./output.ts";
 
 /** How long `broker stop` waits for the daemon to stop answering. */
 const STOP_TIMEOUT_MS = 10_000;
 
 /** Runs the command; returns the exit code. */
-export async function brokerCommand(args: readonly string[]): Promise<number> {
-  const [action, ...rest] = args;
-  switch (action) {
+export async function brokerCommand(
+  args: ParsedArguments,
+  context: CommandContext,
+): Promise<number> {
+  switch (args.subcommand) {
     case "serve":
-      return await serve(rest);
+      return await serve(args.has("--background"), context);
     case "start":
-      return await start(rest);
+      return await start(context);
     case "stop":
-      return await stop(rest);
+      return await stop(context);
     case "status":
-      return await status(rest);
-    case "log":
-      return log(rest);
+      return await status(args.has("--json"), context);
     default:
-      throw new UsageError(
-        `unknown broker command ${action}${
-          didYouMean(action, ["serve", "start", "stop", "status", "log"])
-        }; see sherlock broker --help`,
-      );
+      return log(args.value("--lines"), context);
   }
 }
 
-async function serve(args: readonly string[]): Promise<number> {
-  const background = args.includes("--background");
-  const unknown = args.find((arg) => arg !== "--background");
-  if (unknown) {
-    throw new UsageError(`unknown option ${unknown} for broker serve`);
-  }
-  const { env, paths } = commandContext();
+async function serve(
+  background: boolean,
+  context: CommandContext,
+): Promise<number> {
+  const { env, paths } = context;
   const { serveBroker, brokerLogWriter, oneLogLine } = await importLazily<
     typeof import("../broker/daemon/serve.ts")
   >(new URL("../broker/daemon/serve.ts", import.meta.url));
@@ -100,24 +89,24 @@ async function serve(args: readonly string[]): Promise<number> {
   return 0;
 }
 
-async function start(args: readonly string[]): Promise<number> {
-  if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
-  const { paths } = commandContext();
+async function start(context: CommandContext): Promise<number> {
+  const out = printer(context);
+  const { paths } = context;
   const socket = paths.socket;
   const health = await ensureBroker({ socket, logFile: paths.brokerLog });
-  printLine(
+  out.line(
     `broker running (pid ${health.pid}, since ${health.started}) on ${socket}`,
   );
   return 0;
 }
 
-async function stop(args: readonly string[]): Promise<number> {
-  if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
-  const { paths } = commandContext();
+async function stop(context: CommandContext): Promise<number> {
+  const out = printer(context);
+  const { paths } = context;
   const socket = paths.socket;
   const health = await brokerHealth(socket);
   if (health === undefined) {
-    printLine("broker is not running");
+    out.line("broker is not running");
     return 0;
   }
   await shutdownBroker(socket);
@@ -133,21 +122,21 @@ async function stop(args: readonly string[]): Promise<number> {
     }
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  printLine(`broker stopped (was pid ${health.pid})`);
+  out.line(`broker stopped (was pid ${health.pid})`);
   return 0;
 }
 
-async function status(args: readonly string[]): Promise<number> {
-  const json = args.length === 1 && args[0] === "--json";
-  if (args.length > 0 && !json) {
-    throw new UsageError(`unexpected argument ${args[0]}`);
-  }
-  const { paths } = commandContext();
+async function status(
+  json: boolean,
+  context: CommandContext,
+): Promise<number> {
+  const out = printer(context);
+  const { paths } = context;
   const socket = paths.socket;
   const health = await brokerHealth(socket);
-  if (json) return await statusJson(socket, health);
+  if (json) return await statusJson(socket, { health, out });
   if (health === undefined) {
-    printLine(`broker is not running (socket ${socket})`);
+    out.line(`broker is not running (socket ${socket})`);
     return ExitCode.Unavailable;
   }
   const rows = [
@@ -161,15 +150,16 @@ async function status(args: readonly string[]): Promise<number> {
   if (mismatch === undefined) {
     rows.push(["login", describeLogin(await whoami(socket))]);
   } else rows.push(["version", mismatch]);
-  printColumns(rows, "first column");
+  out.columns(rows, "first column");
   return mismatch === undefined ? 0 : ExitCode.Unavailable;
 }
 
 /** `broker status --json`: the same exit codes, the status as JSON. */
 async function statusJson(
   socket: string,
-  health: Health | undefined,
+  options: { health: Health | undefined; out: Printer },
 ): Promise<number> {
+  const { health, out } = options;
   const mismatch = health && versionProblem(health.version);
   const shape: BrokerStatusJson = {
     running: health !== undefined,
@@ -182,29 +172,34 @@ async function statusJson(
       ? loginJson(await whoami(socket))
       : null,
   };
-  printJson(shape);
+  out.json(shape);
   return health !== undefined && mismatch === undefined
     ? 0
     : ExitCode.Unavailable;
 }
 
-function log(args: readonly string[]): number {
-  let count = 20;
-  if (args.length > 0) {
-    if (args[0] !== "-n" || args.length !== 2 || !/^\d+$/.test(args[1])) {
-      throw new UsageError("usage: sherlock broker log [-n N]");
-    }
-    count = Number(args[1]);
+function log(lines: string | undefined, context: CommandContext): number {
+  if (lines !== undefined && !/^\d+$/.test(lines)) {
+    throw new UsageError(
+      `-n takes a number of entries, not ${lines}; usage: sherlock broker log [-n N]`,
+    );
   }
-  const { paths } = commandContext();
-  return printAudit(paths.auditLog, count);
+  const count = lines === undefined ? 20 : Number(lines);
+  return printAudit(context.paths.auditLog, {
+    count,
+    out: printer(context),
+  });
 }
 
-function printAudit(auditLog: string, count: number): number {
+function printAudit(
+  auditLog: string,
+  options: { count: number; out: Printer },
+): number {
+  const { count, out } = options;
   // The audit log is a plain file; reading it needs no daemon.
   const entries = readAudit(auditLog, count);
   if (entries.length === 0) {
-    printLine("the audit log is empty");
+    out.line("the audit log is empty");
     return 0;
   }
   const rows = [[
@@ -234,6 +229,6 @@ function printAudit(auditLog: string, count: number): number {
           .filter(Boolean).join("; "),
     ].map((cell) => escapeControls(String(cell))));
   }
-  printColumns(rows, "header");
+  out.columns(rows, "header");
   return 0;
 }

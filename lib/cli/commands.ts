@@ -1,346 +1,168 @@
 /**
- * sherlock's own commands, in one table: their names (which no agent alias
- * may shadow), summaries and help texts, and where each one's code is.
- * Registering a command is one entry here. The table is read on every
- * start, so it holds only strings: a command's module is imported when the
- * command runs, and `sherlock run` never loads the others.
+ * sherlock's own commands, in one declarative table: their names (which no
+ * agent alias may shadow), summaries, grammar (subcommands, flags with the
+ * kind of their value, positionals) and where each one's code is; and the
+ * one parser that reads a command line by that grammar. `--help`,
+ * completion (completion_candidates.ts) and the generated command
+ * reference (scripts/command_reference.ts) read the same table.
+ * Registering a command is one entry here and its help in help_texts.ts.
+ *
+ * The table is read on every start, `sherlock run`'s included, so it holds
+ * only short strings: the long help texts are in help_texts.ts, loaded only
+ * for help, and a command's module is imported when the command runs.
  *
  * @module
  */
 
+import { UsageError } from "../errors.ts";
+import { didYouMean } from "../config/suggestion.ts";
 import { importLazily, LAZY_LIBRARY_MODULES } from "../runtime/lazy_import.ts";
+import type {
+  CommandFunction,
+  CommandSpec,
+  FlagSpec,
+  ParsedArguments,
+  SyntaxSpec,
+} from "./command_types.ts";
 
-/** One command. */
-export interface CommandSpec {
-  /** The one-line summary shown by `sherlock --help`. */
-  summary: string;
-  /** What `sherlock <command> --help` and `sherlock help <command>` print. */
-  help: string;
-  /** The module that implements the command, from the repository's root. */
-  module: string;
-  /** The name of the function that module exports for the command. */
-  entry: string;
-  /**
-   * Without arguments the command prints its help and exits 2 (usage)
-   * instead of running.
-   */
-  needsArguments?: boolean;
-  /**
-   * Used inside rendered configs, not by hand: shell completion does not
-   * offer it.
-   */
-  internal?: boolean;
-}
+export type * from "./command_types.ts";
 
-/** A command's entry point: its arguments in, the exit code out. */
-export type CommandFunction = (args: readonly string[]) => Promise<number>;
+const JSON_FLAG: FlagSpec = { name: "--json" };
 
 /** Every command, by name, in the order `sherlock --help` lists them. */
 export const COMMANDS = {
   run: {
     summary: "start an agent with its per-session MCP config",
-    help: `Usage: sherlock run [options] <agent> [args…]
-       sherlock [options] <agent> [args…]
-
-Starts the agent with a per-session MCP config for its services, and
-exits with the agent's exit code. A session gets every service in
-services.d/, unless --service, --no-service, its profile's [services]
-include or exclude, a service's [service] agents or config.toml's
-[services] default = "none" say otherwise (--dry-run shows why each
-service is out). A service that cannot
-be part of the session (malformed, no token, its helper failed, no OAuth
-grant, an agent that cannot use it) is named in one line on stderr and
-left out; the session starts with the others.
-
-Options (before the agent's name; everything after it goes to the agent):
-  --dry-run      show the argv, the environment changes and the rendered
-                 config (tokens redacted) without fetching tokens or
-                 starting anything
-  --strict       stop instead, with the failure's exit code (also
-                 config.toml's [run] strict = true)
-  --service NAME     only this service (repeatable: only these)
-  --no-service NAME  every service but this one (repeatable)
-  -v, --verbose  say on stderr, before the agent starts, which services
-                 the session has and how each token reaches its server
-                 (also SHERLOCK_VERBOSE=1)
-  -h, --help     show this help
-
-When the agent's first argument is one of its profile's [argv] no_session
-(--help, --version, …), the agent starts with no MCP config and no broker.
-
-Examples:
-  sherlock run claude -p "summarize the open issues"
-  sherlock --dry-run --service github codex`,
+    flags: [
+      { name: "--dry-run" },
+      { name: "--strict" },
+      {
+        name: "--service",
+        value: "service",
+        placeholder: "NAME",
+        repeatable: true,
+      },
+      {
+        name: "--no-service",
+        value: "service",
+        placeholder: "NAME",
+        repeatable: true,
+      },
+      { name: "--verbose", short: "-v" },
+    ],
+    positionals: [{ name: "agent", kind: "agent" }],
+    restAfterPositional: true,
     module: "lib/cli/run.ts",
     entry: "runCommand",
   },
   demo: {
     summary:
       "run a whole session on built-in stand-ins, touching nothing of yours",
-    help: `Usage: sherlock demo
-
-Does sherlock's main job end to end with nothing installed and nothing of
-yours touched, printing each step as it happens: in a throwaway home (HOME
-and every XDG folder; your config, store, broker and runtime folder are
-left alone) it writes a stand-in agent and a small MCP server (both this
-sherlock: "sherlock demo agent" and "sherlock demo server", used by the
-demo only), creates a store with a made-up passphrase (never shown),
-stores a made-up token for the server, and runs the agent with
-"sherlock run": the broker gives the token to the shim, the shim starts
-the server with it, and the agent lists and calls the server's tool,
-whose answer shows the token's length and a SHA-256 prefix (never the
-token). Then it checks that the session's rendered config is gone, stops
-the demo's broker and removes the throwaway home.
-
-Exit code: the agent's (0 when the demo passed), or the failed step's,
-with its one line on stderr (73: no throwaway home can be made in $TMPDIR).
-It is also the smoke test of a freshly installed binary.
-
-Example:
-  sherlock demo`,
+    subcommands: {
+      // The demo's own halves, started by its session: the MCP server
+      // (behind the shim) and the stand-in agent (its rendered config).
+      server: { hidden: true },
+      agent: {
+        hidden: true,
+        flags: [{ name: "--mcp-config", value: "file", placeholder: "PATH" }],
+      },
+    },
     module: "lib/cli/demo.ts",
     entry: "demoCommand",
   },
   agents: {
     summary: "list the agent profiles, show one, or copy a built-in to edit",
-    help: `Usage: sherlock agents [--json]
-       sherlock agents show [--builtin] <name>
-       sherlock agents override <name>
-
-Lists the agent profiles: the built-ins and the files in
-$XDG_CONFIG_HOME/sherlock/agents.d/ (which shadow a built-in of the same
-name entirely), whether each agent's executable is on PATH, and the files
-that are malformed, each in its row with its first problem (every problem
-on stderr; the exit code is then 78). --json prints the same as JSON
-(docs/json.md).
-
-"show" prints one profile as sherlock resolved it, every default filled in;
---builtin shows the built-in even while a file in agents.d/ shadows it.
-
-"override" writes a built-in's text, with a comment on each key, to
-agents.d/<name>.toml for you to edit, and prints the path. It never
-replaces a file that has something in it.
-
-Examples:
-  sherlock agents
-  sherlock agents override claude`,
+    flags: [JSON_FLAG],
+    subcommands: {
+      show: {
+        flags: [{ name: "--builtin" }],
+        positionals: [{ name: "name", kind: "agent" }],
+      },
+      override: { positionals: [{ name: "name", kind: "agent" }] },
+    },
     module: "lib/cli/agents.ts",
     entry: "agentsCommand",
   },
   services: {
     summary: "list the services, show one, or test one as a session would",
-    help: `Usage: sherlock services [--json]
-       sherlock services show <name>
-       sherlock services test [--agent NAME] [--timeout SECONDS] <name>
-
-Lists the services of $XDG_CONFIG_HOME/sherlock/services.d/: stdio or
-remote, the token's source and delivery (for an agent whose config is a
-session file, like Claude Code), whether the server's command is on PATH
-or its URL's host resolves, and whether its token is available (secret
-stored, helper present, OAuth grant held; the broker is asked, never
-started). Malformed files are listed on stderr, and the exit code is 78.
---json prints the same as JSON (docs/json.md).
-
-"show" prints one service as sherlock resolved it, every default filled
-in, and the file it came from.
-
-"test" starts the service exactly as the agent's session would (default
-agent: claude, or the first of the service's [service] agents when that
-list leaves claude out): the same rendering, the real token through the same
-delivery (shim or bridge included), then speaks MCP to it with the
-official SDK client (initialize, tools/list; each step may take
---timeout seconds, default 20) and prints the server's name and version,
-its tools and the time each step took. On failure it prints the server's
-stderr tail and one line saying what to do. Exit 0 only when tools/list
-answered; 69 when the server did not, 77 when the token needs a login,
-78 when the service or the agent's profile is invalid.
-
-Example:
-  sherlock services test github`,
+    flags: [JSON_FLAG],
+    subcommands: {
+      show: { positionals: [{ name: "name", kind: "service" }] },
+      test: {
+        flags: [
+          { name: "--agent", value: "agent", placeholder: "NAME" },
+          { name: "--timeout", value: "text", placeholder: "SECONDS" },
+        ],
+        positionals: [{ name: "name", kind: "service" }],
+      },
+    },
     module: "lib/cli/services.ts",
     entry: "servicesCommand",
   },
   import: {
     summary: "import the MCP servers the agents already have into services.d",
-    help: `Usage: sherlock import [--dry-run] [--project] [--from PATH]…
-
-Reads the MCP servers the agents already have — Claude Code (~/.claude.json,
-its user and project scopes), Copilot CLI (~/.copilot/mcp-config.json),
-Codex (~/.codex/config.toml [mcp_servers]), Gemini (~/.gemini/settings.json)
-— and every file given with --from in one of the formats sherlock renders,
-and writes one services.d file per server, saying which file each came
-from. The current folder's project files (./.mcp.json,
-./.gemini/settings.json) come with a repository, and their servers would
-become services of every agent in every folder: they are read only with
---project (or named with --from). A value that looks like a credential (an env value or header named
-*TOKEN*, *KEY*, *SECRET*, *PASSWORD*, Authorization, or a value starting
-with a known token prefix such as ghp_, github_pat_, sk-, xox) goes into
-the encrypted store (log in first) with [token] source = "secret", never
-into the file. An existing service of the same name is never overwritten,
-and the agents' own files are never modified: the command ends by listing
-which of them still hold plaintext credentials, and where (never the value).
-
-Options:
-  --dry-run    show what would be written, every env and header value
-               redacted; writes and stores nothing
-  --project    also read the current folder's ./.mcp.json and
-               ./.gemini/settings.json (only in a repository you trust)
-  --from PATH  also read PATH (JSON with "mcpServers" or opencode's "mcp",
-               a servers map, or TOML with [mcp_servers]); repeatable
-
-Example:
-  sherlock import --dry-run && sherlock import`,
+    flags: [
+      { name: "--dry-run" },
+      { name: "--project" },
+      { name: "--from", value: "file", placeholder: "PATH", repeatable: true },
+    ],
     module: "lib/cli/import.ts",
     entry: "importCommand",
   },
   login: {
     summary: "sign in at the OIDC provider, or unlock the local secret store",
-    // The 8 is protocol.ts's MIN_PASSPHRASE_LENGTH (a test keeps them equal).
-    help: `Usage: sherlock login [--passphrase-file PATH] [--remember]
-       sherlock login --forget
-       sherlock login --change-passphrase
-       sherlock login [--device | --no-browser]      ([login] provider = "oidc")
-       sherlock login --subject-token-file PATH | --subject-token-env VAR
-                      [--subject-token-type TYPE]    ([login] provider = "oidc")
-       sherlock login --id-token-file PATH | --id-token-env VAR
-                                                     ([login] provider = "oidc")
-       sherlock login --local [--passphrase-file PATH] [--remember | --forget | --change-passphrase]
-
-Unlocks the local secret store in the broker, which then serves tokens
-until "sherlock logout", the broker stops, or the idle timeout in
-config.toml ([broker] idle_timeout, seconds) locks it again. The first
-login creates the store (asking for the passphrase twice; at least
-8 characters).
-
-The passphrase is read from the terminal without echo (three tries);
-with no terminal, from the first line of stdin, or of PATH with
---passphrase-file (e.g. --passphrase-file /dev/fd/3).
-
---remember, after the login, keeps a key that unlocks the store (not the
-passphrase) in the OS keyring: Secret Service on Linux, the Keychain on
-macOS, Credential Manager on Windows. A broker that starts again, or is
-locked by the idle timeout, then unlocks the store with it, no prompt,
-while that keyring is unlocked; where it is locked or absent (SSH, a
-server, CI) the broker gives up within 1.5 s and asks for a login as
-before. It never falls back to a plaintext copy. --forget removes the
-item (and the store's slot for it); logout locks the store until the
-next login. --change-passphrase asks for the current passphrase, then
-the new one twice (without a terminal: two lines on stdin); a
-remembered key stays valid.
-
-With [login] provider = "oidc" in config.toml, login signs in at the
-OpenID provider instead: the browser ($BROWSER, a command line, else
-the platform's opener; it gets a private launch page, the URL is printed
-only with --no-browser or when no browser starts) with PKCE and a loopback
-redirect, or the device grant (--device, or on its own over SSH or
-without a display): open the printed URL on any device and enter the
-printed code. The broker keeps the provider's tokens in memory only: a
-broker restart, the idle timeout or logout asks for a new login.
---local unlocks the local store instead, which "secret" and "oauth"
-services still need.
-
-On a CI runner, --subject-token-file PATH (or --subject-token-env VAR)
-exchanges the workload identity token the CI platform gave the job for
-the operator's login at the provider (RFC 8693 token exchange): no
-terminal, browser or passphrase. TYPE is id_token (the default), jwt or
-access_token. The token is read once, sent to the provider, not kept.
-Exit codes: 69 provider unreachable, 77 token refused or login expired,
-78 misconfiguration (no [login] provider = "oidc", no token at PATH or
-in VAR, the client may not exchange tokens).
-
---id-token-file PATH (or --id-token-env VAR) hands the broker an ID token
-the provider issued to [login] client_id through another SSO client; it
-is held as the login (no exchange, no access token) until it expires,
-for Enterprise-Managed Authorization (see the README).
-
-Examples:
-  sherlock login
-  sherlock login --passphrase-file /dev/fd/3 3<passphrase.txt`,
+    flags: [
+      { name: "--passphrase-file", value: "file", placeholder: "PATH" },
+      { name: "--device" },
+      { name: "--no-browser" },
+      { name: "--subject-token-file", value: "file", placeholder: "PATH" },
+      { name: "--subject-token-env", value: "text", placeholder: "VAR" },
+      // id_token, jwt, access_token or a token type's URN.
+      { name: "--subject-token-type", value: "text", placeholder: "TYPE" },
+      { name: "--id-token-file", value: "file", placeholder: "PATH" },
+      { name: "--id-token-env", value: "text", placeholder: "VAR" },
+      { name: "--local" },
+      { name: "--remember" },
+      { name: "--forget" },
+      { name: "--change-passphrase" },
+    ],
     module: "lib/cli/login.ts",
     entry: "loginCommand",
   },
   logout: {
     summary: "lock the store and drop cached tokens",
-    help: `Usage: sherlock logout
-
-Locks the store in the broker and drops every cached token. An OIDC
-login is forgotten too, its refresh token revoked at the provider
-(RFC 7009) when the provider offers revocation.
-
-Example:
-  sherlock logout`,
     module: "lib/cli/login.ts",
     entry: "logoutCommand",
   },
   whoami: {
     summary: "who is logged in, through which provider, since when",
-    help: `Usage: sherlock whoami [--verbose | --json]
-
-Who is logged in to the broker, through which provider, since when. For
-an OIDC login: the issuer, the subject, the e-mail when the ID token has
-one, and when the access token is renewed (or the login ends).
---verbose adds whether the provider offers token exchange (RFC 8693),
-which "exchange" services use, or the refresh-token fallback. --json
-prints it as JSON (docs/json.md). It never starts the broker.
-Exit 0 when logged in, 77 when not.
-
-Example:
-  sherlock whoami --json`,
+    flags: [{ name: "--verbose" }, JSON_FLAG],
     module: "lib/cli/login.ts",
     entry: "whoamiCommand",
   },
   secret: {
     summary: "set, remove or list the secrets of the local store",
-    help: `Usage: sherlock secret set <service>
-       sherlock secret rm <service>
-       sherlock secret ls [--json]
-
-Manages the secrets of the local store (log in first). "set" reads the
-value from the terminal without echo, or from stdin:
-  gh auth token | sherlock secret set github
-Values never come from the command line and are never printed. "set"
-warns when no service in services.d reads the name (it stores anyway);
-"rm" of a name with no secret exits 1. None of them starts the broker.
-"ls --json" prints the names and dates as JSON (docs/json.md).
-
-Examples:
-  gh auth token | sherlock secret set github
-  sherlock secret ls`,
+    subcommands: {
+      set: {
+        positionals: [{ name: "service", kind: "service" }],
+        usageNote: "the value comes from stdin or a prompt, never from argv",
+      },
+      rm: { positionals: [{ name: "service", kind: "secret" }] },
+      ls: { flags: [JSON_FLAG] },
+    },
+    subcommandRequired: true,
     module: "lib/cli/secret.ts",
     entry: "secretCommand",
     needsArguments: true,
   },
   auth: {
     summary: "authorize an OAuth service once; its status; revoke it",
-    help: `Usage: sherlock auth [--no-browser | --device] <service>
-       sherlock auth status [--json]
-       sherlock auth revoke <service>
-
-Authorizes a service with [token] source = "oauth" (log in first): the
-broker discovers its authorization server, registers a client if needed,
-and listens on 127.0.0.1 for the redirect; $BROWSER when set (a command
-line; %s marks the page), else the platform's opener, opens a private
-launch page that forwards to the authorization URL, which is in no
-process's arguments (--no-browser only prints it on stderr, and so does a
-browser that cannot start). --device uses the device
-authorization grant (RFC 8628) where the server offers it, for SSH
-sessions: open the printed URL on any device and enter the printed code;
-the broker polls until you approve. The refresh token goes into the
-encrypted store; access tokens stay in the broker's memory, refreshed for
-every session. Nothing secret is printed. When a server has refused a
-request for want of scope (HTTP 403 insufficient_scope), the next auth asks
-for the scopes held plus the ones it named. Ctrl-C ends the authorization
-at once; a new auth for the same service replaces one under way.
-
-  status   each OAuth service: authorized or not, issuer, scopes, scopes
-           a server asked for that the grant lacks, when the access token
-           expires, whether a refresh token is held
-  revoke   revokes the grant at the server (RFC 7009, when offered) and
-           forgets it
-
-Examples:
-  sherlock auth linear
-  sherlock auth status`,
+    flags: [{ name: "--no-browser" }, { name: "--device" }],
+    positionals: [{ name: "service", kind: "oauth-service" }],
+    subcommands: {
+      status: { flags: [JSON_FLAG] },
+      revoke: { positionals: [{ name: "service", kind: "oauth-service" }] },
+    },
     module: "lib/cli/auth.ts",
     entry: "authCommand",
     needsArguments: true,
@@ -348,135 +170,101 @@ Examples:
   broker: {
     summary:
       "serve, start, stop or inspect the credential broker; its audit log",
-    help: `Usage: sherlock broker <serve|start|stop|status|log>
-
-The broker is a per-user daemon that holds the unlocked secret store and
-serves each session's tokens over $XDG_RUNTIME_DIR/sherlock/broker.sock.
-"sherlock run" starts it in the background when it is not running.
-
-  serve [--background]  run the broker in the foreground (logs on stderr);
-                        --background logs to $XDG_STATE_HOME/sherlock/broker.log
-  start                 start it in the background unless it is running
-  stop                  stop it (the store locks, cached tokens are dropped)
-  status [--json]       is it running, since when, who is logged in
-                        (exit 69 when it is not running, or runs another
-                        version of sherlock); --json: docs/json.md
-  log [-n N]            the last N entries of the audit log (default 20)
-
-Examples:
-  sherlock broker status
-  sherlock broker log -n 20`,
+    subcommands: {
+      serve: { flags: [{ name: "--background" }] },
+      start: {},
+      stop: {},
+      status: { flags: [JSON_FLAG] },
+      log: {
+        flags: [
+          { name: "--lines", short: "-n", value: "text", placeholder: "N" },
+        ],
+      },
+    },
+    subcommandRequired: true,
     module: "lib/cli/broker.ts",
     entry: "brokerCommand",
     needsArguments: true,
   },
   doctor: {
     summary: "check sherlock, the broker, every profile and service",
-    help: `Usage: sherlock doctor [--json]
-
-One screen of checks, a verdict each (OK, WARN, FAIL, SKIP): sherlock's
-version and where it runs from, config.toml, the runtime folder and the
-broker's socket (yours alone), the broker (running, its version, logged
-in, its idle lock; asked, never started), each profile (valid, its
-executable found, its --version, stopped after 3 s), each service
-(valid, its command found or its URL's host resolving, its token
-available), and what can keep sherlock's servers out of an agent:
-Gemini's folder trust and a settings.json with comments, Copilot's
-trusted folders, Claude Code's managed MCP policy in /etc/claude-code.
-Nothing secret is printed. Exit 0 when no check failed, 1 otherwise.
-
-  --json  the checks as JSON (docs/json.md)
-
-Example:
-  sherlock doctor || sherlock doctor --json | jq '.checks[] | select(.verdict == "fail")'`,
+    flags: [JSON_FLAG],
     module: "lib/cli/doctor.ts",
     entry: "doctorCommand",
   },
   shim: {
     summary: "(used inside rendered configs) run an MCP server with its token",
-    help: `Usage: sherlock shim --socket PATH --session ID --agent NAME
-                     --token-env VAR [--token-format FORMAT] SERVICE -- COMMAND [ARGS…]
-
-Used inside rendered MCP configs, not by hand: fetches SERVICE's token from
-the broker at PATH and runs COMMAND with the token in VAR (written as
-FORMAT, default "{token}"), its stdio passed through.`,
+    flags: [
+      { name: "--socket", value: "file", placeholder: "PATH" },
+      { name: "--session", value: "text", placeholder: "ID" },
+      { name: "--agent", value: "agent", placeholder: "NAME" },
+      { name: "--token-env", value: "text", placeholder: "VAR" },
+      { name: "--token-format", value: "text", placeholder: "FORMAT" },
+    ],
+    positionals: [{ name: "SERVICE", kind: "service" }],
+    restAfterSeparator: true,
     module: "lib/cli/shim.ts",
     internal: true,
     entry: "shimCommand",
   },
   credential: {
     summary: "(used by an agent's key helper) print the agent's own key",
-    help: `Usage: sherlock credential --socket PATH NAME
-
-Used by an agent's key helper, not by hand: a profile's [api_key_helper]
-gives Claude Code the apiKeyHelper setting that runs this. Prints the
-credential NAME (a service of that name, else a stored secret) on stdout,
-only to a session "sherlock run" registered (its capability in the
-environment) and only when NAME is one of that session's credentials.`,
+    flags: [{ name: "--socket", value: "file", placeholder: "PATH" }],
+    positionals: [{ name: "NAME", kind: "text" }],
     module: "lib/cli/credential.ts",
     entry: "credentialCommand",
     internal: true,
   },
   bridge: {
     summary: "(used inside rendered configs) a remote MCP server on stdio",
-    help:
-      `Usage: sherlock bridge --socket PATH --session ID --agent NAME --url URL
-                      [--transport http|sse] [--header NAME=VALUE]… SERVICE
-
-Used inside rendered MCP configs, not by hand: relays the JSON-RPC messages
-of an agent on stdio to the remote MCP server at URL, over Streamable HTTP
-("http", the default) or the legacy HTTP+SSE transport ("sse"), with
-SERVICE's token from the broker at PATH on every request. A request the
-token does not get through is answered with a JSON-RPC error that names
-"sherlock auth SERVICE"; the bridge keeps running until stdin closes, then
-ends the remote session. Diagnostics go to stderr; stdout carries only
-JSON-RPC.`,
+    flags: [
+      { name: "--socket", value: "file", placeholder: "PATH" },
+      { name: "--session", value: "text", placeholder: "ID" },
+      { name: "--agent", value: "agent", placeholder: "NAME" },
+      { name: "--url", value: "text", placeholder: "URL" },
+      {
+        name: "--transport",
+        value: "choice",
+        placeholder: "http|sse",
+        choices: ["http", "sse"],
+      },
+      {
+        name: "--header",
+        value: "text",
+        placeholder: "NAME=VALUE",
+        repeatable: true,
+      },
+      { name: "--token-header", value: "text", placeholder: "NAME" },
+      { name: "--token-format", value: "text", placeholder: "FORMAT" },
+    ],
+    positionals: [{ name: "SERVICE", kind: "service" }],
     module: "lib/cli/bridge.ts",
     internal: true,
     entry: "bridgeCommand",
   },
   completions: {
     summary: "print a shell's completion script (bash, zsh or fish)",
-    help: `Usage: sherlock completions <bash|zsh|fish>
-
-Prints a script that completes sherlock's commands and options, the
-agents' names (the built-ins and agents.d), the services' names and the
-stored secrets' names (never their values; only while the broker runs
-and is unlocked: completion never starts it nor asks for a passphrase).
-The script asks sherlock for the names at each completion, so a new
-profile or service completes at once.
-
-  bash   in ~/.bashrc:  eval "$(sherlock completions bash)"
-  zsh    in ~/.zshrc, after compinit:  eval "$(sherlock completions zsh)"
-  fish   sherlock completions fish > ~/.config/fish/completions/sherlock.fish
-
-Example:
-  echo 'eval "$(sherlock completions bash)"' >> ~/.bashrc`,
+    // `--complete -- WORD…` is the scripts' own call, not the operator's.
+    flags: [{ name: "--complete", hidden: true }],
+    positionals: [{
+      name: "shell",
+      kind: "choice",
+      choices: ["bash", "zsh", "fish"],
+      optional: true,
+    }],
+    restAfterSeparator: true,
     module: "lib/cli/completions.ts",
     entry: "completionsCommand",
     needsArguments: true,
   },
   help: {
     summary: "show this help, or a command's",
-    help: `Usage: sherlock help [command]
-
-Without a command, lists sherlock's commands and exit codes (the same as
-sherlock --help); with one, shows that command's help (the same as
-sherlock <command> --help).
-
-Example:
-  sherlock help run`,
+    positionals: [{ name: "command", kind: "command", optional: true }],
     module: "lib/cli/help.ts",
     entry: "helpCommand",
   },
   version: {
     summary: "print sherlock's version",
-    help: `Usage: sherlock version
-
-Prints sherlock's version (the same as sherlock --version or -V).
-
-Example:
-  sherlock version`,
     module: "lib/cli/help.ts",
     entry: "versionCommand",
   },
@@ -501,6 +289,18 @@ export function isCommandName(name: string): name is CommandName {
   return Object.hasOwn(COMMANDS, name);
 }
 
+/** The table's entry for `name`, as the general {@linkcode CommandSpec}. */
+export function commandSpec(name: CommandName): CommandSpec {
+  return COMMANDS[name];
+}
+
+/** The subcommands of `spec` an operator types (not the hidden ones). */
+export function visibleSubcommands(spec: CommandSpec): string[] {
+  return Object.entries(spec.subcommands ?? {})
+    .filter(([, syntax]) => !syntax.hidden)
+    .map(([name]) => name);
+}
+
 /** True for the flags that ask for help: `--help` and `-h`. */
 export function isHelpFlag(arg: string | undefined): boolean {
   return arg === "--help" || arg === "-h";
@@ -513,4 +313,228 @@ export async function loadCommand(name: CommandName): Promise<CommandFunction> {
     new URL(`../../${spec.module}`, import.meta.url),
   );
   return module[spec.entry];
+}
+
+/**
+ * The usage line of `name` (and `subcommand`) from the table, e.g.
+ * `sherlock services test [--agent NAME] [--timeout SECONDS] <name>`.
+ */
+export function usageLine(name: CommandName, subcommand?: string): string {
+  const spec = commandSpec(name);
+  const syntax = subcommand === undefined
+    ? spec
+    : spec.subcommands?.[subcommand] ?? {};
+  const words = [`sherlock ${name}`];
+  if (subcommand !== undefined) words.push(subcommand);
+  for (const flag of syntax.flags ?? []) {
+    if (flag.hidden) continue;
+    const value = flag.value === undefined ? "" : ` ${flag.placeholder}`;
+    words.push(`[${flag.name}${value}]${flag.repeatable ? "…" : ""}`);
+  }
+  for (const positional of syntax.positionals ?? []) {
+    const word = `<${positional.name}>`;
+    words.push(positional.optional ? `[${word}]` : word);
+  }
+  if (spec.restAfterPositional) words.push("[args…]");
+  if (spec.restAfterSeparator && name === "shim") words.push("-- COMMAND…");
+  return words.join(" ");
+}
+
+/**
+ * The value of a flag an internal command cannot go without. Throws
+ * {@linkcode UsageError} (`shim needs --socket`) when it was not given.
+ */
+export function requiredValue(
+  parsed: ParsedArguments,
+  options: { command: CommandName; flag: string },
+): string {
+  const value = parsed.value(options.flag);
+  if (value === undefined) {
+    throw new UsageError(`${options.command} needs ${options.flag}`);
+  }
+  return value;
+}
+
+/**
+ * The flags of `parsed` as canonical words (`--flag value`, `--flag`), in
+ * the order of `flags`: for a command whose rules about which flags go
+ * together are easier said on words (`login`).
+ */
+export function flagWords(
+  parsed: ParsedArguments,
+  flags: readonly FlagSpec[],
+): string[] {
+  return flags.flatMap((flag) =>
+    flag.value === undefined
+      ? parsed.has(flag.name) ? [flag.name] : []
+      : parsed.values(flag.name).flatMap((value) => [flag.name, value])
+  );
+}
+
+/**
+ * Reads `args` (the words after the command's name) by the command's
+ * grammar: `--flag value` and `--flag=value` for every flag that takes a
+ * value, a boolean flag alone. Throws {@linkcode UsageError} (exit 2) for
+ * an unknown flag or subcommand (with the closest known one, when one is
+ * close), a flag's missing value, a value given to a boolean flag, a flag
+ * given twice that is not repeatable, a missing or an extra positional
+ * argument, and a value that is not one of a choice's.
+ */
+export function parseArguments(
+  name: CommandName,
+  args: readonly string[],
+): ParsedArguments {
+  const spec = commandSpec(name);
+  let index = 0;
+  let subcommand: string | undefined;
+  let syntax: SyntaxSpec = spec;
+  const first = args[0];
+  if (spec.subcommands !== undefined && first !== undefined) {
+    if (Object.hasOwn(spec.subcommands, first)) {
+      subcommand = first;
+      syntax = spec.subcommands[first];
+      index = 1;
+    } else if (
+      !first.startsWith("-") &&
+      (spec.subcommandRequired || (spec.positionals ?? []).length === 0)
+    ) {
+      throw new UsageError(
+        `no subcommand "${first}" for ${name}${
+          didYouMean(first, visibleSubcommands(spec))
+        }; see sherlock ${name} --help`,
+      );
+    }
+  }
+  const where = subcommand === undefined ? name : `${name} ${subcommand}`;
+  const usage = () =>
+    `usage: ${usageLine(name, subcommand)}${
+      syntax.usageNote === undefined ? "" : ` (${syntax.usageNote})`
+    }`;
+  const flags = syntax.flags ?? [];
+  const given = new Map<string, string[]>();
+  const positionals: string[] = [];
+  let rest: string[] = [];
+  let help = false;
+  for (; index < args.length; index++) {
+    const arg = args[index];
+    if (arg === "--") {
+      if (spec.restAfterSeparator) rest = args.slice(index + 1);
+      else positionals.push(...args.slice(index + 1));
+      break;
+    }
+    if (!arg.startsWith("-") || arg === "-") {
+      positionals.push(arg);
+      if (spec.restAfterPositional) {
+        rest = args.slice(index + 1);
+        break;
+      }
+      continue;
+    }
+    const equals = arg.startsWith("--") ? arg.indexOf("=") : -1;
+    const word = equals > 0 ? arg.slice(0, equals) : arg;
+    if (isHelpFlag(word)) {
+      help = true;
+      break;
+    }
+    const flag = flags.find((each) =>
+      each.name === word || each.short === word
+    );
+    if (flag === undefined) {
+      const known = flags.flatMap((each) => [each.name, each.short ?? ""]);
+      throw new UsageError(
+        `unknown option ${word} for ${where}${
+          didYouMean(word, known)
+        }; ${usage()}`,
+      );
+    }
+    let value: string;
+    if (flag.value === undefined) {
+      if (equals > 0) {
+        throw new UsageError(`${flag.name} takes no value; ${usage()}`);
+      }
+      value = "";
+    } else {
+      const next = equals > 0 ? arg.slice(equals + 1) : args[++index];
+      // `--flag --` is a flag without its value, not a value of "--".
+      if (next === undefined || next === "" || next === "--") {
+        throw new UsageError(
+          `${flag.name} needs a value (${flag.name} ${flag.placeholder}); ${usage()}`,
+        );
+      }
+      if (flag.choices !== undefined && !flag.choices.includes(next)) {
+        throw new UsageError(
+          `${flag.name} takes ${flag.choices.join(", ")}, not ${next}${
+            didYouMean(next, flag.choices)
+          }`,
+        );
+      }
+      value = next;
+    }
+    const values = given.get(flag.name) ?? [];
+    if (values.length > 0 && !flag.repeatable) {
+      throw new UsageError(`${flag.name} is given twice; ${usage()}`);
+    }
+    given.set(flag.name, [...values, value]);
+  }
+  if (!help) checkPositionals({ syntax, positionals, where, usage });
+  return {
+    subcommand,
+    help,
+    positionals,
+    rest,
+    has: (flag) => given.has(flag),
+    value: (flag) => given.get(flag)?.at(-1),
+    values: (flag) => [...given.get(flag) ?? []],
+  };
+}
+
+/** Throws for a missing or an extra positional argument, or a wrong choice. */
+function checkPositionals(
+  options: {
+    syntax: SyntaxSpec;
+    positionals: readonly string[];
+    where: string;
+    usage: () => string;
+  },
+): void {
+  const { syntax, positionals, where, usage } = options;
+  const specs = syntax.positionals ?? [];
+  const required = specs.filter((spec) => !spec.optional).length;
+  if (positionals.length > specs.length) {
+    // Not quoted: an extra argument may be a token pasted in the wrong place.
+    throw new UsageError(
+      `${where} takes ${
+        specs.length === 0 ? "no" : `at most ${specs.length}`
+      } argument${
+        specs.length === 1 ? "" : "s"
+      }, got ${positionals.length}; ${usage()}`,
+    );
+  }
+  if (positionals.length < required) {
+    throw new UsageError(
+      `${where} needs <${specs[positionals.length].name}>; ${usage()}`,
+    );
+  }
+  specs.forEach((spec, index) => {
+    const given = positionals[index];
+    if (
+      given !== undefined && spec.kind === "command" && !isCommandName(given)
+    ) {
+      throw new UsageError(
+        `no command named ${given}${
+          didYouMean(given, Object.keys(COMMANDS))
+        }; see sherlock --help`,
+      );
+    }
+    if (
+      given !== undefined && spec.choices !== undefined &&
+      !spec.choices.includes(given)
+    ) {
+      throw new UsageError(
+        `${where} takes ${spec.choices.join(", ")}, not ${given}${
+          didYouMean(given, spec.choices)
+        }; ${usage()}`,
+      );
+    }
+  });
 }

@@ -26,50 +26,71 @@ import {
   type Shell,
   SHELLS,
 } from "./completion_scripts.ts";
-import { commandContext } from "./context.ts";
-import { printLine, printText } from "./output.ts";
+import type { ParsedArguments } from "./commands.ts";
+import type { CommandContext } from "./context.ts";
+import { type Printer, printer } from "./output.ts";
 
 /** Runs the command; returns the exit code. */
 export async function completionsCommand(
-  args: readonly string[],
+  args: ParsedArguments,
+  context: CommandContext,
 ): Promise<number> {
-  const [first, ...rest] = args;
-  if (first === "--complete") {
-    const words = rest[0] === "--" ? rest.slice(1) : rest;
-    await printCandidates(completionRequest(words.length > 0 ? words : [""]));
+  const out = printer(context);
+  if (args.has("--complete")) {
+    const words = args.rest.length > 0 ? args.rest : [""];
+    await printCandidates(completionRequest(words), { context, out });
     return 0;
   }
-  if (args.length !== 1 || !SHELLS.includes(first as Shell)) {
+  const [shell] = args.positionals;
+  if (shell === undefined) {
     throw new UsageError(
       `usage: sherlock completions <${SHELLS.join("|")}>`,
     );
   }
-  printText(completionScript(first as Shell));
+  out.text(completionScript(shell as Shell));
   return 0;
 }
 
-async function printCandidates(request: CompletionRequest): Promise<void> {
+async function printCandidates(
+  request: CompletionRequest,
+  options: { context: CommandContext; out: Printer },
+): Promise<void> {
+  const { context, out } = options;
   const seen = new Set<string>();
   const candidates = [...request.words];
   for (const kind of request.names) {
-    for (const name of await namesOf(kind)) {
+    for (const name of await namesOf(kind, context)) {
       if (name.startsWith(request.prefix)) candidates.push(name);
     }
   }
   for (const candidate of candidates) {
     if (seen.has(candidate)) continue;
     seen.add(candidate);
-    printLine(candidate);
+    out.line(candidate);
   }
-  if (request.files) printLine(FILES_DIRECTIVE);
+  if (request.files) out.line(FILES_DIRECTIVE);
 }
 
 /** The names of `kind`; none when they cannot be had quietly. */
-async function namesOf(kind: NameKind): Promise<string[]> {
-  const { paths } = commandContext();
+async function namesOf(
+  kind: NameKind,
+  context: CommandContext,
+): Promise<string[]> {
+  const { paths } = context;
   try {
     if (kind === "services") {
       return listTomlFiles(paths.servicesDir).map((file) => file.name);
+    }
+    if (kind === "oauth-services") {
+      return listTomlFiles(paths.servicesDir)
+        .filter((file) => {
+          try {
+            return isOAuthServiceText(Deno.readTextFileSync(file.path));
+          } catch {
+            return false;
+          }
+        })
+        .map((file) => file.name);
     }
     if (kind === "agents") {
       const { profileNames } = await importLazily<
@@ -88,4 +109,25 @@ async function namesOf(kind: NameKind): Promise<string[]> {
     // An unreadable folder, a locked store: nothing to offer.
     return [];
   }
+}
+
+/**
+ * True when a services.d file's text says `[token] source = "oauth"`
+ * (or `token = { source = "oauth" }`). Read by lines, not parsed: the
+ * TOML parser is too slow for a keystroke, and a file that fools this
+ * only changes what completion offers.
+ */
+export function isOAuthServiceText(text: string): boolean {
+  if (/^\s*token\s*=\s*\{[^}\n]*\bsource\s*=\s*["']oauth["']/m.test(text)) {
+    return true;
+  }
+  let table = "";
+  for (const line of text.split("\n")) {
+    const header = /^\s*\[\s*([^\]]+?)\s*\]/.exec(line);
+    if (header !== null) table = header[1];
+    else if (
+      table === "token" && /^\s*source\s*=\s*["']oauth["']/.test(line)
+    ) return true;
+  }
+  return false;
 }

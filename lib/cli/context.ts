@@ -1,6 +1,8 @@
 /**
- * What every command needs from the process: its environment and
- * sherlock's locations computed from it.
+ * What every command needs from the process, handed to it rather than read
+ * from globals: its environment, sherlock's locations computed from it, and
+ * the streams it prints to. A test builds one with buffers for streams and
+ * runs the command in-process.
  *
  * @module
  */
@@ -10,6 +12,7 @@ import {
   type SherlockPaths,
   sherlockPaths,
 } from "../config/sherlock_paths.ts";
+import type { Writer } from "./output.ts";
 
 /** The process's view of the world, read once per command. */
 export interface CommandContext {
@@ -17,10 +20,24 @@ export interface CommandContext {
   env: Env;
   /** sherlock's locations. */
   paths: SherlockPaths;
+  /** Where the command's output goes. */
+  stdout: Writer;
+  /** Where its warnings and errors go. */
+  stderr: Writer;
 }
 
-/** Reads the environment and computes the locations. */
-export function commandContext(): CommandContext {
-  const env = Deno.env.toObject();
-  return { env, paths: sherlockPaths(env) };
+/**
+ * The process's context: its environment, the locations computed from it
+ * and its own stdout and stderr; `env` given, that environment instead.
+ */
+export function commandContext(
+  options: { env?: Env; stdout?: Writer; stderr?: Writer } = {},
+): CommandContext {
+  const env = options.env ?? Deno.env.toObject();
+  return {
+    env,
+    paths: sherlockPaths(env),
+    stdout: options.stdout ?? Deno.stdout,
+    stderr: options.stderr ?? Deno.stderr,
+  };
 }

@@ -13,13 +13,19 @@
 import { fetchToken } from "../broker/client.ts";
 import { NoPermissionError } from "../errors.ts";
 import { CAPABILITY_ENV } from "../render/servers.ts";
-import { parseInternalArguments } from "./internal_arguments.ts";
+import {
+  parseArguments,
+  type ParsedArguments,
+  requiredValue,
+} from "./commands.ts";
+import type { CommandContext } from "./context.ts";
 
 /** Fetches the credential and prints it; returns 0. */
 export async function credentialCommand(
-  args: readonly string[],
+  args: ParsedArguments,
+  context: CommandContext,
 ): Promise<number> {
-  const { socket, name } = parseCredentialArguments(args);
+  const { socket, name } = credentialOptions(args);
   const capability = Deno.env.get(CAPABILITY_ENV);
   if (capability === undefined || capability === "") {
     throw new NoPermissionError(
@@ -31,7 +37,8 @@ export async function credentialCommand(
     capability,
     credential: true,
   });
-  await Deno.stdout.write(new TextEncoder().encode(`${token}\n`));
+  // Written as it is: the agent reads the key, nothing styles or escapes it.
+  context.stdout.writeSync(new TextEncoder().encode(`${token}\n`));
   return 0;
 }
 
@@ -39,10 +46,14 @@ export async function credentialCommand(
 export function parseCredentialArguments(
   args: readonly string[],
 ): { socket: string; name: string } {
-  const parsed = parseInternalArguments(args, {
-    command: "credential",
-    options: ["--socket"],
-    positional: "credential name",
-  });
-  return { socket: parsed.required("--socket"), name: parsed.name };
+  return credentialOptions(parseArguments("credential", args));
+}
+
+function credentialOptions(
+  parsed: ParsedArguments,
+): { socket: string; name: string } {
+  return {
+    socket: requiredValue(parsed, { command: "credential", flag: "--socket" }),
+    name: parsed.positionals[0],
+  };
 }

@@ -16,12 +16,14 @@
  * @module
  */
 
-import { CantCreateError, ExitCode, UsageError } from "../errors.ts";
+import { CantCreateError, ExitCode } from "../errors.ts";
 import { describeFsError } from "../private_files.ts";
 import { importLazily } from "../runtime/lazy_import.ts";
 import { join } from "../runtime/path.ts";
 import { selfCommand } from "../self_command.ts";
-import { printError, printLine } from "./output.ts";
+import type { ParsedArguments } from "./commands.ts";
+import type { CommandContext } from "./context.ts";
+import { type Printer, printer } from "./output.ts";
 
 /** The stand-in agent's profile name (not a command's name: no alias clash). */
 export const DEMO_AGENT = "demo-agent";
@@ -36,28 +38,26 @@ function loadDemoModule(): Promise<DemoModule> {
 }
 
 /** Runs `sherlock demo`, or one of its internal halves. */
-export async function demoCommand(args: readonly string[]): Promise<number> {
-  if (args[0] === "server") {
+export async function demoCommand(
+  parsed: ParsedArguments,
+  context: CommandContext,
+): Promise<number> {
+  const out = printer(context);
+  if (parsed.subcommand === "server") {
     const demo = await loadDemoModule();
     await demo.serveDemoServer();
     return 0;
   }
-  if (args[0] === "agent") {
+  if (parsed.subcommand === "agent") {
     const demo = await loadDemoModule();
+    const config = parsed.value("--mcp-config");
     const result = await demo.runDemoAgent({
-      args: args.slice(1),
-      say: (line) => printLine(`  agent: ${line}`),
+      args: config === undefined ? [] : ["--mcp-config", config],
+      say: (line) => out.line(`  agent: ${line}`),
     });
     return result.isError ? 1 : 0;
   }
-  if (args.length > 0) {
-    throw new UsageError(
-      `demo takes no arguments (got ${
-        JSON.stringify(args[0])
-      }); see sherlock demo --help`,
-    );
-  }
-  return await runDemo();
+  return await runDemo(context, out);
 }
 
 /** The TOML of the stand-in agent's profile. */
@@ -113,13 +113,13 @@ export function demoServiceToml(
  * everything again.
  */
 export function demoEnvironment(
-  env: Readonly<Record<string, string>>,
+  env: Readonly<Record<string, string | undefined>>,
   options: { home: string; runtimeDir: string; fromSource: boolean },
 ): Record<string, string> {
   const result: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) {
     if (key.startsWith("SHERLOCK_") || key.startsWith("XDG_")) continue;
-    result[key] = value;
+    if (value !== undefined) result[key] = value;
   }
   if (options.fromSource && result.DENO_DIR === undefined) {
     const cache = env.XDG_CACHE_HOME ??
@@ -186,6 +186,7 @@ async function runChild(
 /** Runs `sherlock run` with its output shown line by line as it comes. */
 async function runSession(
   env: Record<string, string>,
+  out: Printer,
 ): Promise<{ code: number; stdout: string }> {
   const [program, ...rest] = selfCommand();
   const child = new Deno.Command(program, {
@@ -207,9 +208,9 @@ async function runSession(
       pending += chunk;
       const lines = pending.split("\n");
       pending = lines.pop() ?? "";
-      for (const line of lines) printLine(`${prefix}${line}`);
+      for (const line of lines) out.line(`${prefix}${line}`);
     }
-    if (pending !== "") printLine(`${prefix}${pending}`);
+    if (pending !== "") out.line(`${prefix}${pending}`);
     return all;
   };
   const [stdout] = await Promise.all([
@@ -220,8 +221,8 @@ async function runSession(
   return { code: status.code, stdout };
 }
 
-function step(number: number, text: string): void {
-  printLine(`${number}. ${text}`);
+function step(out: Printer, number: number, text: string): void {
+  out.line(`${number}. ${text}`);
 }
 
 /** The rendered configs left in the demo's runtime folder. */
@@ -236,9 +237,13 @@ function renderedConfigs(runtimeDir: string): string[] {
   }
 }
 
-function childFailure(what: string, result: ChildResult): number {
+function childFailure(
+  out: Printer,
+  failure: { what: string; result: ChildResult },
+): number {
+  const { what, result } = failure;
   for (const line of result.stderr.split("\n").filter((l) => l !== "")) {
-    printError(`demo: ${what}: ${line.replace(/^sherlock: /, "")}`);
+    out.error(`demo: ${what}: ${line.replace(/^sherlock: /, "")}`);
   }
   return result.code === 0 ? ExitCode.Software : result.code;
 }
@@ -251,11 +256,14 @@ function childFailure(what: string, result: ChildResult): number {
 const MAX_SOCKET_PATH_BYTES = 100;
 
 /** A new 0700 folder in `dir`, or the system's temporary folder (`$TMPDIR`). */
-async function throwawayFolder(dir?: string): Promise<string> {
+async function throwawayFolder(
+  options: { dir?: string; env: Record<string, string | undefined> },
+): Promise<string> {
+  const { dir, env } = options;
   try {
     return await Deno.makeTempDir({ prefix: "sherlock-demo-", dir });
   } catch (error) {
-    const where = dir ?? Deno.env.get("TMPDIR") ?? "the temporary folder";
+    const where = dir ?? env.TMPDIR ?? "the temporary folder";
     throw new CantCreateError(
       `demo: cannot create a throwaway home in ${where}: ${
         describeFsError(error)
@@ -264,10 +272,13 @@ async function throwawayFolder(dir?: string): Promise<string> {
   }
 }
 
-async function runDemo(): Promise<number> {
+async function runDemo(
+  context: CommandContext,
+  out: Printer,
+): Promise<number> {
   const demo = await loadDemoModule();
   const self = selfCommand();
-  const home = await throwawayFolder();
+  const home = await throwawayFolder({ env: context.env });
   const folders = [home];
   let runtimeDir = join(home, "run");
   let brokerStarted = false;
@@ -276,15 +287,15 @@ async function runDemo(): Promise<number> {
   try {
     const socket = join(runtimeDir, "sherlock", "broker.sock");
     if (new TextEncoder().encode(socket).length > MAX_SOCKET_PATH_BYTES) {
-      runtimeDir = await throwawayFolder("/tmp");
+      runtimeDir = await throwawayFolder({ dir: "/tmp", env: context.env });
       folders.push(runtimeDir);
     }
-    const env = demoEnvironment(Deno.env.toObject(), {
+    const env = demoEnvironment(context.env, {
       home,
       runtimeDir,
       fromSource: !Deno.build.standalone,
     });
-    printLine(
+    out.line(
       `sherlock demo: a session end to end, in a throwaway home (${home}); your own config, store and broker are not touched`,
     );
     for (
@@ -310,6 +321,7 @@ async function runDemo(): Promise<number> {
       demoServiceToml(self, demo.DEMO_TOKEN_ENV),
     );
     step(
+      out,
       1,
       `wrote a stand-in agent (agents.d/${DEMO_AGENT}.toml) and an MCP server (services.d/${DEMO_SERVICE}.toml, token source "secret", delivered by the shim); both are this sherlock`,
     );
@@ -320,16 +332,19 @@ async function runDemo(): Promise<number> {
       const stop = await runChild(["broker", "stop"], { env });
       // A login that failed may have started no broker: nothing to say.
       if (stop.code !== 0 && brokerStarted) {
-        childFailure("sherlock broker stop", stop);
+        childFailure(out, { what: "sherlock broker stop", result: stop });
       }
     };
     const login = await runChild(["login"], {
       env,
       stdin: `${passphrase}\n`,
     });
-    if (login.code !== 0) return childFailure("sherlock login", login);
+    if (login.code !== 0) {
+      return childFailure(out, { what: "sherlock login", result: login });
+    }
     brokerStarted = true;
     step(
+      out,
       2,
       "sherlock login: created a secret store and unlocked it in a new broker (the passphrase is made up and never shown)",
     );
@@ -340,26 +355,31 @@ async function runDemo(): Promise<number> {
       env,
       stdin: `${token}\n`,
     });
-    if (secret.code !== 0) return childFailure("sherlock secret set", secret);
+    if (secret.code !== 0) {
+      return childFailure(out, { what: "sherlock secret set", result: secret });
+    }
     step(
+      out,
       3,
       `sherlock secret set ${DEMO_SERVICE}: stored a made-up token (${fingerprint}) in the store`,
     );
 
     step(
+      out,
       4,
       `sherlock run -v --strict ${DEMO_AGENT}: the broker gives the token to the shim, the shim starts the server with it, the agent lists and calls its tool`,
     );
-    const session = await runSession(env);
+    const session = await runSession(env, out);
     const reached = session.stdout.includes(
       `the server got a token: ${fingerprint}`,
     );
     step(
+      out,
       5,
       `the agent exited with ${session.code}; sherlock run exits with the agent's code`,
     );
     if (session.code === 0 && !reached) {
-      printError(
+      out.error(
         "demo: the server's answer does not match the stored token's fingerprint",
       );
       return ExitCode.Software;
@@ -367,7 +387,7 @@ async function runDemo(): Promise<number> {
 
     const left = renderedConfigs(runtimeDir);
     if (left.length > 0) {
-      printError(
+      out.error(
         `demo: the session's rendered config is still there: ${
           left.join(", ")
         }`,
@@ -375,6 +395,7 @@ async function runDemo(): Promise<number> {
       return ExitCode.Software;
     }
     step(
+      out,
       6,
       "the session's rendered config (and its token) is gone from the runtime folder",
     );
@@ -385,13 +406,13 @@ async function runDemo(): Promise<number> {
     for (const folder of folders) {
       await Deno.remove(folder, { recursive: true }).catch(() => {});
     }
-    printLine(
+    out.line(
       passed
         ? "7. stopped the demo's broker and removed the throwaway home"
         : "cleaned up: stopped the demo's broker, if it ran, and removed the throwaway home",
     );
     if (passed) {
-      printLine(
+      out.line(
         "demo passed: the token went from the store to the server through the shim, and into no file that is left",
       );
     }

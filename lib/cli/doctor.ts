@@ -10,25 +10,24 @@
 
 import { allPass, type Check, doctorChecks } from "../doctor/checks.ts";
 import { gatherFacts } from "../doctor/gather.ts";
-import { UsageError } from "../errors.ts";
 import { fromFileUrl } from "../runtime/path.ts";
 import { VERSION } from "../version.ts";
-import { commandContext } from "./context.ts";
+import type { ParsedArguments } from "./commands.ts";
+import type { CommandContext } from "./context.ts";
 import type { DoctorJson } from "./json_shapes.ts";
-import { columns, escapeControls, printJson, printLine } from "./output.ts";
+import { columns, escapeControls, type Printer, printer } from "./output.ts";
 
 /** The exit code of `sherlock doctor` when a check failed. */
 export const DOCTOR_FAILED = 1;
 
 /** Runs the command; returns the exit code. */
-export async function doctorCommand(args: readonly string[]): Promise<number> {
-  const json = args.length === 1 && args[0] === "--json";
-  if (args.length > 0 && !json) {
-    throw new UsageError(
-      `unexpected argument ${args[0]}; usage: sherlock doctor [--json]`,
-    );
-  }
-  const { env, paths } = commandContext();
+export async function doctorCommand(
+  args: ParsedArguments,
+  context: CommandContext,
+): Promise<number> {
+  const json = args.has("--json");
+  const out = printer(context);
+  const { env, paths } = context;
   const facts = await gatherFacts({
     env,
     paths,
@@ -39,8 +38,8 @@ export async function doctorCommand(args: readonly string[]): Promise<number> {
   const ok = allPass(checks);
   if (json) {
     const shape: DoctorJson = { ok, checks };
-    printJson(shape);
-  } else printChecks(checks, ok);
+    out.json(shape);
+  } else printChecks(checks, { ok, out });
   return ok ? 0 : DOCTOR_FAILED;
 }
 
@@ -51,7 +50,11 @@ function runsFrom(): string {
   return `${main} (source, deno ${Deno.version.deno})`;
 }
 
-function printChecks(checks: readonly Check[], ok: boolean): void {
+function printChecks(
+  checks: readonly Check[],
+  options: { ok: boolean; out: Printer },
+): void {
+  const { ok, out } = options;
   const rows: string[][] = [];
   for (const check of checks) {
     rows.push([
@@ -64,11 +67,11 @@ function printChecks(checks: readonly Check[], ok: boolean): void {
       rows.push(["", "", "", `-> ${escapeControls(check.fix)}`]);
     }
   }
-  for (const line of columns(rows)) printLine(line);
+  for (const line of columns(rows)) out.line(line);
   const failed = checks.filter((check) => check.verdict === "fail").length;
   const warned = checks.filter((check) => check.verdict === "warn").length;
-  printLine();
-  printLine(
+  out.line();
+  out.line(
     ok
       ? `all checks pass${
         warned > 0 ? ` (${warned} warning${warned === 1 ? "" : "s"})` : ""

@@ -22,12 +22,7 @@ import {
   listTomlFiles,
   readOperatorFile,
 } from "../config/toml_files.ts";
-import {
-  ConfigError,
-  ExitCode,
-  NoPermissionError,
-  UsageError,
-} from "../errors.ts";
+import { ConfigError, ExitCode, NoPermissionError } from "../errors.ts";
 import {
   type AgentConfigFile,
   agentConfigFiles,
@@ -49,8 +44,9 @@ import {
 import { writeFileExclusively } from "../private_files.ts";
 import { dirname, isAbsolute, join } from "../runtime/path.ts";
 import { writeEditorSchemas } from "../config/editor_schema_files.ts";
-import { commandContext } from "./context.ts";
-import { printLine, printWarning } from "./output.ts";
+import type { ParsedArguments } from "./commands.ts";
+import type { CommandContext } from "./context.ts";
+import { type Printer, printer } from "./output.ts";
 
 /**
  * The largest agent file read: `~/.claude.json` also holds Claude's history
@@ -59,9 +55,15 @@ import { printLine, printWarning } from "./output.ts";
 export const MAX_AGENT_FILE_BYTES = 64 * 1024 * 1024;
 
 /** Runs the command; returns the exit code. */
-export async function importCommand(args: readonly string[]): Promise<number> {
-  const { dryRun, project, from } = parseArgs(args);
-  const { env, paths } = commandContext();
+export async function importCommand(
+  args: ParsedArguments,
+  context: CommandContext,
+): Promise<number> {
+  const dryRun = args.has("--dry-run");
+  const project = args.has("--project");
+  const from = args.values("--from");
+  const out = printer(context);
+  const { env, paths } = context;
   const cwd = Deno.cwd();
   const home = env.HOME;
   const shown = (path: string) => displayPath(path, home);
@@ -76,19 +78,20 @@ export async function importCommand(args: readonly string[]): Promise<number> {
     ...named,
   ];
   const { servers, skipped, problems } = readAgentFiles(files, from.length);
-  for (const problem of problems) printWarning(problem);
+  for (const problem of problems) out.warning(problem);
   const existing = new Set(
     listTomlFiles(paths.servicesDir).map((file) => file.name),
   );
   const plan = planImport(servers, { existing, home });
   if (dryRun) {
-    printDryRun(plan, { servicesDir: paths.servicesDir, shown });
+    printDryRun(plan, { servicesDir: paths.servicesDir, shown, out });
   } else {
     await carryOut(plan, {
       servicesDir: paths.servicesDir,
       socket: paths.socket,
       brokerLog: paths.brokerLog,
       shown,
+      out,
     });
   }
   const skippedEntries = [
@@ -96,11 +99,11 @@ export async function importCommand(args: readonly string[]): Promise<number> {
     ...plan.skipped.map((entry) => ({ ...entry.server, reason: entry.reason })),
   ];
   for (const entry of skippedEntries) {
-    printLine(`skipped ${shown(entry.path)} ${entry.keyPath}: ${entry.reason}`);
+    out.line(`skipped ${shown(entry.path)} ${entry.keyPath}: ${entry.reason}`);
   }
   if (!project) {
     for (const path of unreadProjectFiles(cwd, files)) {
-      printLine(
+      out.line(
         `not read: ${
           shown(path)
         }, this folder's project file: it comes with the repository, and its servers would become services of every agent in every folder; "sherlock import --project" (or --from ${
@@ -110,10 +113,10 @@ export async function importCommand(args: readonly string[]): Promise<number> {
     }
   }
   if (plan.services.length === 0 && skippedEntries.length === 0) {
-    printLine("no MCP servers found in the agents' files");
+    out.line("no MCP servers found in the agents' files");
   }
-  printPlaintext(plan, shown);
-  printBackups(plan, { home, shown });
+  printPlaintext(plan, { shown, out });
+  printBackups(plan, { home, shown, out });
   return problems.length > 0 ? ExitCode.Config : 0;
 }
 
@@ -136,32 +139,6 @@ function unreadProjectFiles(
       return false;
     }
   });
-}
-
-function parseArgs(
-  args: readonly string[],
-): { dryRun: boolean; project: boolean; from: string[] } {
-  let dryRun = false;
-  let project = false;
-  const from: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    if (arg === "--dry-run") dryRun = true;
-    else if (arg === "--project") project = true;
-    else if (arg === "--from") {
-      const value = args[++i];
-      if (value === undefined || value === "") {
-        throw new UsageError("--from needs a file's path");
-      }
-      from.push(value);
-    } else if (arg.startsWith("--from=")) from.push(arg.slice(7));
-    else {
-      throw new UsageError(
-        `unexpected argument ${arg}; see sherlock import --help`,
-      );
-    }
-  }
-  return { dryRun, project, from };
 }
 
 /**
@@ -210,24 +187,29 @@ function readAgentFiles(
 
 function printDryRun(
   plan: ImportPlan,
-  options: { servicesDir: string; shown: (path: string) => string },
+  options: {
+    servicesDir: string;
+    shown: (path: string) => string;
+    out: Printer;
+  },
 ) {
+  const { out } = options;
   for (const service of plan.services) {
-    printLine(
+    out.line(
       `would write ${
         options.shown(join(options.servicesDir, `${service.name}.toml`))
       } (${origins(service, options.shown)}):`,
     );
     for (const line of service.redacted.trimEnd().split("\n")) {
-      printLine(`  ${line}`);
+      out.line(`  ${line}`);
     }
     if (service.secret !== undefined) {
-      printLine(
+      out.line(
         `would store the secret of ${service.name} (the value of ${service.secret.keyPath})`,
       );
     }
   }
-  printLine("dry run: nothing was written or stored");
+  out.line("dry run: nothing was written or stored");
 }
 
 async function carryOut(
@@ -237,8 +219,10 @@ async function carryOut(
     socket: string;
     brokerLog: string;
     shown: (path: string) => string;
+    out: Printer;
   },
 ) {
+  const { out } = options;
   const withSecrets = plan.services.filter((service) => service.secret);
   if (withSecrets.length > 0) {
     await ensureBroker({ socket: options.socket, logFile: options.brokerLog });
@@ -291,7 +275,7 @@ async function carryOut(
       });
       continue;
     }
-    printLine(
+    out.line(
       `wrote ${options.shown(path)} (${origins(service, options.shown)}${
         service.secret === undefined
           ? ""
@@ -312,14 +296,15 @@ function origins(
 
 function printPlaintext(
   plan: ImportPlan,
-  shown: (path: string) => string,
+  options: { shown: (path: string) => string; out: Printer },
 ) {
+  const { shown, out } = options;
   if (plan.plaintext.length === 0) return;
-  printLine(
+  out.line(
     "these files still hold credentials in plain text (sherlock never edits them; remove each value once its service works through sherlock):",
   );
   for (const found of plan.plaintext) {
-    printLine(`  ${shown(found.path)}: ${found.keyPath}`);
+    out.line(`  ${shown(found.path)}: ${found.keyPath}`);
   }
 }
 
@@ -330,17 +315,22 @@ function printPlaintext(
  */
 function printBackups(
   plan: ImportPlan,
-  options: { home: string | undefined; shown: (path: string) => string },
+  options: {
+    home: string | undefined;
+    shown: (path: string) => string;
+    out: Printer;
+  },
 ) {
+  const { out } = options;
   const { holding, problems } = backupsHoldingCredentials({
     files: agentBackupFiles(options.home),
     values: plan.plaintextValues,
     maxBytes: MAX_AGENT_FILE_BYTES,
   });
-  for (const problem of problems) printWarning(problem);
+  for (const problem of problems) out.warning(problem);
   if (holding.length === 0) return;
-  printLine(
+  out.line(
     "these backups the agents keep of their files hold the same credentials (sherlock only lists them, never edits them; delete each once its credential is out of the file above):",
   );
-  for (const path of holding) printLine(`  ${options.shown(path)}`);
+  for (const path of holding) out.line(`  ${options.shown(path)}`);
 }

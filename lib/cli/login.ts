@@ -31,24 +31,30 @@ import { describeFsError } from "../private_files.ts";
 import { describeLogin, loginDetails, loginJson } from "./login_text.ts";
 import { chooseLogin, oidcLoginCommand } from "./login_oidc.ts";
 import type { WhoamiJson } from "./json_shapes.ts";
-import { commandContext } from "./context.ts";
-import { printJson, printLine, printWarning } from "./output.ts";
+import { COMMANDS, flagWords, type ParsedArguments } from "./commands.ts";
+import type { CommandContext } from "./context.ts";
+import { type Printer, printer } from "./output.ts";
 import { readHidden, readStdin, stdinIsTerminal } from "./terminal_input.ts";
 
 /** `sherlock login`: the OIDC provider's (login_oidc.ts) or the local store's. */
 export async function loginCommand(
-  allArgs: readonly string[],
+  parsed: ParsedArguments,
+  context: CommandContext,
 ): Promise<number> {
-  const chosen = await chooseLogin(allArgs);
-  if ("oidc" in chosen) return await oidcLoginCommand(chosen.oidc);
+  const out = printer(context);
+  const chosen = await chooseLogin(
+    flagWords(parsed, COMMANDS.login.flags),
+    context,
+  );
+  if ("oidc" in chosen) return await oidcLoginCommand(chosen.oidc, context);
   const { passphraseFile, action } = parseLocalLogin(chosen.local);
-  const { paths } = commandContext();
+  const { paths } = context;
   if (action === "forget") {
     await ensureBroker({ socket: paths.socket, logFile: paths.brokerLog });
-    return forgot(await remember(paths.socket, false));
+    return forgot(await remember(paths.socket, false), out);
   }
   if (action === "change-passphrase") {
-    return await changePassphraseCommand(paths);
+    return await changePassphraseCommand(paths, out);
   }
   // Input that needs no prompt is read first: a login that cannot work
   // fails at once, without starting a daemon.
@@ -59,10 +65,10 @@ export async function loginCommand(
     : await readStdin("passphrase", { firstLine: true });
   const socket = paths.socket;
   await ensureBroker({ socket, logFile: paths.brokerLog });
-  await passphraseLogin({ socket, given });
+  await passphraseLogin({ socket, given, out });
   if (action === "remember") {
     const answer = await remember(socket, true);
-    printLine(
+    out.line(
       `remembered: the ${answer.keyring} keyring keeps a key that unlocks the store; "sherlock login --forget" removes it`,
     );
   }
@@ -116,30 +122,33 @@ function parseLocalLogin(args: readonly string[]): LocalLogin {
  * (creating the store when there is none), and prints the login.
  */
 async function passphraseLogin(
-  options: { socket: string; given: string | undefined },
+  options: { socket: string; given: string | undefined; out: Printer },
 ): Promise<LoginAnswer> {
-  const { socket, given } = options;
+  const { socket, given, out } = options;
   const before = await whoami(socket);
   const create = !before.storeExists;
   // A remembered key that no longer opens the store: say so once, then ask.
   if (before.remembered?.state === "wrong" && before.remembered.reason) {
-    printWarning(before.remembered.reason);
+    out.warning(before.remembered.reason);
   }
   if (given !== undefined) {
-    return loggedIn(await loginWith({ socket, passphrase: given, create }));
+    return loggedIn(
+      await loginWith({ socket, passphrase: given, create }),
+      out,
+    );
   }
   // On a terminal a mistake costs a retry, not the command (as sudo does).
   for (let attempt = 1;; attempt++) {
     const passphrase = create
-      ? await promptNewPassphrase()
+      ? await promptNewPassphrase(out)
       : await readHidden("Passphrase: ");
     try {
-      return loggedIn(await loginWith({ socket, passphrase, create }));
+      return loggedIn(await loginWith({ socket, passphrase, create }), out);
     } catch (error) {
       if (!(error instanceof WrongPassphraseError) || attempt >= TRIES) {
         throw error;
       }
-      printWarning(`${error.message}; try again`);
+      out.warning(`${error.message}; try again`);
     }
   }
 }
@@ -151,6 +160,7 @@ async function passphraseLogin(
  */
 async function changePassphraseCommand(
   paths: { socket: string; brokerLog: string },
+  out: Printer,
 ): Promise<number> {
   let given: [string, string] | undefined;
   if (!stdinIsTerminal()) {
@@ -164,7 +174,7 @@ async function changePassphraseCommand(
   }
   const socket = paths.socket;
   await ensureBroker({ socket, logFile: paths.brokerLog });
-  const answer = await passphraseLogin({ socket, given: given?.[0] });
+  const answer = await passphraseLogin({ socket, given: given?.[0], out });
   if (!answer.storeUnlocked || answer.created) {
     throw new UsageError(
       answer.created
@@ -172,22 +182,22 @@ async function changePassphraseCommand(
         : "the local store is not unlocked",
     );
   }
-  const next = given?.[1] ?? await promptNewPassphrase();
+  const next = given?.[1] ?? await promptNewPassphrase(out);
   const short = tooShort(next);
   if (short !== undefined) throw new UsageError(short);
   await changePassphrase(socket, next);
-  printLine(
+  out.line(
     "changed the passphrase; a key the keyring remembers still unlocks the store",
   );
   return 0;
 }
 
 /** What `login --forget` did, in one line. */
-function forgot(answer: RememberAnswer): number {
+function forgot(answer: RememberAnswer, out: Printer): number {
   const item = answer.removedItem
     ? `removed the remembered key from the ${answer.keyring} keyring`
     : `the ${answer.keyring} keyring held no remembered key`;
-  printLine(
+  out.line(
     answer.slotKept
       ? `${item}; the locked store keeps its slot, which nothing opens any more, until the next "sherlock login --forget" while logged in`
       : `${item}; the next broker start asks for the passphrase`,
@@ -196,21 +206,24 @@ function forgot(answer: RememberAnswer): number {
 }
 
 /** `sherlock logout`. */
-export async function logoutCommand(args: readonly string[]): Promise<number> {
-  if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`);
-  const socket = await runningBrokerSocket();
+export async function logoutCommand(
+  _args: ParsedArguments,
+  context: CommandContext,
+): Promise<number> {
+  const out = printer(context);
+  const socket = await runningBrokerSocket(context);
   if (socket === undefined) return 0;
   const before = await whoami(socket);
   const answer = await logout(socket);
   if (answer.revokedAtProvider !== undefined) {
-    printLine(
+    out.line(
       answer.revokedAtProvider
         ? "logged out: the provider revoked the login; the store is locked and cached tokens are dropped"
         : "logged out: the login is forgotten (the provider took no revocation); the store is locked and cached tokens are dropped",
     );
     return 0;
   }
-  printLine(
+  out.line(
     before.loggedIn
       ? "logged out: the store is locked and cached tokens are dropped"
       : "was not logged in: the store was already locked",
@@ -222,28 +235,34 @@ export async function logoutCommand(args: readonly string[]): Promise<number> {
  * `sherlock whoami [--verbose | --json]`: exit 0 when logged in, 77 when
  * not.
  */
-export async function whoamiCommand(args: readonly string[]): Promise<number> {
-  if (args.length === 1 && args[0] === "--json") return await whoamiJson();
-  const verbose = args[0] === "--verbose";
-  const rest = verbose ? args.slice(1) : args;
-  if (rest.length > 0) throw new UsageError(`unexpected argument ${rest[0]}`);
-  const socket = await runningBrokerSocket();
+export async function whoamiCommand(
+  args: ParsedArguments,
+  context: CommandContext,
+): Promise<number> {
+  const out = printer(context);
+  const verbose = args.has("--verbose");
+  if (args.has("--json")) {
+    if (verbose) throw new UsageError("give --verbose or --json, not both");
+    return await whoamiJson(context);
+  }
+  const socket = await runningBrokerSocket(context);
   if (socket === undefined) return ExitCode.NoPermission;
   const who = await whoami(socket);
-  printLine(describeLogin(who));
+  out.line(describeLogin(who));
   if (verbose) {
-    for (const line of loginDetails(who)) printLine(line);
+    for (const line of loginDetails(who)) out.line(line);
   }
   return who.loggedIn ? 0 : ExitCode.NoPermission;
 }
 
 /** `sherlock whoami --json`: the same exit codes, the login as JSON. */
-async function whoamiJson(): Promise<number> {
-  const socket = commandContext().paths.socket;
+async function whoamiJson(context: CommandContext): Promise<number> {
+  const out = printer(context);
+  const socket = context.paths.socket;
   const running = (await brokerHealth(socket)) !== undefined;
   const who = running ? await whoami(socket) : undefined;
   const shape: WhoamiJson = { brokerRunning: running, ...loginJson(who) };
-  printJson(shape);
+  out.json(shape);
   return who?.loggedIn ? 0 : ExitCode.NoPermission;
 }
 
@@ -260,8 +279,8 @@ async function loginWith(
   return await login(socket, { passphrase, create });
 }
 
-function loggedIn(answer: LoginAnswer): LoginAnswer {
-  printLine(
+function loggedIn(answer: LoginAnswer, out: Printer): LoginAnswer {
+  out.line(
     `${answer.created ? "created the store; " : ""}logged in: ${
       describeLogin(answer)
     }`,
@@ -334,7 +353,7 @@ async function readUntilLineEnd(
  * refused before it is repeated; each mistake asks again, {@linkcode TRIES}
  * times in all.
  */
-async function promptNewPassphrase(): Promise<string> {
+async function promptNewPassphrase(out: Printer): Promise<string> {
   for (let attempt = 1;; attempt++) {
     const first = await readHidden("New passphrase for the sherlock store: ");
     let problem = first === "" ? "no passphrase was given" : tooShort(first);
@@ -346,7 +365,7 @@ async function promptNewPassphrase(): Promise<string> {
     if (attempt >= TRIES) {
       throw new UsageError(`${problem}; nothing was created`);
     }
-    printWarning(`${problem}; try again`);
+    out.warning(`${problem}; try again`);
   }
 }
 
@@ -355,9 +374,12 @@ async function promptNewPassphrase(): Promise<string> {
  * nobody is logged in and returns undefined (logout and whoami never start
  * a broker just to find it locked).
  */
-async function runningBrokerSocket(): Promise<string | undefined> {
-  const socket = commandContext().paths.socket;
+async function runningBrokerSocket(
+  context: CommandContext,
+): Promise<string | undefined> {
+  const socket = context.paths.socket;
   if ((await brokerHealth(socket)) !== undefined) return socket;
-  printLine("not logged in (the broker is not running)");
+  const out = printer(context);
+  out.line("not logged in (the broker is not running)");
   return undefined;
 }

@@ -22,7 +22,7 @@ import {
   openBrowser,
   writeLaunchPage,
 } from "./browser.ts";
-import { commandContext } from "./context.ts";
+import type { CommandContext } from "./context.ts";
 import { describeOidcLogin } from "./login_text.ts";
 import {
   parseWorkloadFlags,
@@ -30,7 +30,7 @@ import {
   workloadLoginCommand,
   type WorkloadTokenSource,
 } from "./login_workload.ts";
-import { printLine, printWarning } from "./output.ts";
+import { printer } from "./output.ts";
 
 /** How the OIDC login runs. */
 export interface OidcLoginOptions {
@@ -45,9 +45,13 @@ export interface OidcLoginOptions {
 /** Signs in at the provider; returns the exit code. */
 export async function oidcLoginCommand(
   options: OidcLoginOptions,
+  context: CommandContext,
 ): Promise<number> {
-  if (options.workload) return await workloadLoginCommand(options.workload);
-  const { env, paths } = commandContext();
+  if (options.workload) {
+    return await workloadLoginCommand(options.workload, context);
+  }
+  const out = printer(context);
+  const { env, paths } = context;
   // Over SSH or without a display no browser can show the page: the
   // device grant needs none on this machine.
   const device = options.device ||
@@ -61,19 +65,19 @@ export async function oidcLoginCommand(
   const finished = finishOidcLogin(paths.socket, flow);
   finished.catch(() => {});
   if (userCode !== undefined) {
-    printWarning(
+    out.warning(
       `to log in, open ${url} on any device and enter the code ${userCode}`,
     );
   } else if (options.noBrowser) {
     // The operator's own stderr: the URL goes in no argv (docs/security.md).
-    printWarning(`to log in, open: ${url}`);
+    out.warning(`to log in, open: ${url}`);
   }
   // The URL is in no argv: the browser gets a 0600 launch page for it.
   using page = userCode === undefined && !options.noBrowser
     ? writeLaunchPage(url, paths.runtimeDir)
     : undefined;
   if (page) {
-    printWarning(
+    out.warning(
       `to log in, sherlock opens your browser at ${page.url} (it forwards to the provider; --no-browser prints the URL)`,
     );
   }
@@ -89,9 +93,9 @@ export async function oidcLoginCommand(
   const status = await finished;
   await browser?.catch(() => {});
   if (status.ignoredRequests) {
-    printWarning(ignoredWarning(status.ignoredRequests));
+    out.warning(ignoredWarning(status.ignoredRequests));
   }
-  printLine(`logged in: ${describeOidcLogin(status)}`);
+  out.line(`logged in: ${describeOidcLogin(status)}`);
   return 0;
 }
 
@@ -103,6 +107,7 @@ export async function oidcLoginCommand(
  */
 export async function chooseLogin(
   args: readonly string[],
+  context: CommandContext,
 ): Promise<{ oidc: OidcLoginOptions } | { local: string[] }> {
   const local = args.includes("--local");
   const parsed = parseWorkloadFlags(args.filter((arg) => arg !== "--local"));
@@ -117,7 +122,7 @@ export async function chooseLogin(
     }
     return { local: rest };
   }
-  const { paths } = commandContext();
+  const { paths } = context;
   const settings = await loadSettings({
     paths,
     cache: new ValidationCache(paths.cacheDir),

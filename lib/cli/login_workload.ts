@@ -22,9 +22,9 @@ import {
 } from "../broker/protocol.ts";
 import { readOperatorFile } from "../config/toml_files.ts";
 import { ConfigError, UsageError } from "../errors.ts";
-import { commandContext } from "./context.ts";
+import type { CommandContext } from "./context.ts";
 import { describeOidcLogin } from "./login_text.ts";
-import { printLine } from "./output.ts";
+import { printer } from "./output.ts";
 
 /** Where the workload token is, and its type. */
 export interface WorkloadTokenSource {
@@ -56,8 +56,9 @@ export const MAX_SUBJECT_TOKEN_BYTES = 64 * 1024;
 /** Logs in with the workload token; returns the exit code. */
 export async function workloadLoginCommand(
   source: WorkloadTokenSource,
+  context: CommandContext,
 ): Promise<number> {
-  const { env, paths } = commandContext();
+  const { env, paths } = context;
   // Read first: a login that cannot work fails at once, with no daemon.
   const subjectToken = readSubjectToken(source, env);
   // The broker this command may start inherits its environment: not the
@@ -69,7 +70,7 @@ export async function workloadLoginCommand(
     subjectTokenType: source.type,
     ...(source.hold ? { hold: true } : {}),
   });
-  printLine(`logged in: ${describeOidcLogin(status)}`);
+  printer(context).line(`logged in: ${describeOidcLogin(status)}`);
   return 0;
 }
 

@@ -1,6 +1,8 @@
 /**
  * The entry point's dispatcher: a sherlock command, an agent alias, or
- * help. Every failure becomes one line on stderr and a documented exit code.
+ * help. Every command line is read by its command's grammar in the command
+ * table (commands.ts `parseArguments`) before the command's module loads.
+ * Every failure becomes one line on stderr and a documented exit code.
  *
  * @module
  */
@@ -10,63 +12,73 @@ import { ExitCode, UsageError } from "../errors.ts";
 import {
   type CommandName,
   COMMANDS,
-  type CommandSpec,
+  commandSpec,
   isCommandName,
   isHelpFlag,
   loadCommand,
+  parseArguments,
 } from "./commands.ts";
-import { commandContext } from "./context.ts";
-import { printHelp, reportError } from "./output.ts";
+import { type CommandContext, commandContext } from "./context.ts";
+import { reportError } from "./output.ts";
+import type * as HelpModule from "./help.ts";
 
 /** Runs sherlock with `args` (without the program name); returns the exit code. */
-export async function main(args: readonly string[]): Promise<number> {
+export async function main(
+  args: readonly string[],
+  context: CommandContext = commandContext(),
+): Promise<number> {
   try {
-    return await dispatch(args);
+    return await dispatch(args, context);
   } catch (error) {
-    return reportError(error);
+    return reportError(error, context);
   }
 }
 
-/** `sherlock run`'s options, which may also come first in `sherlock [options] <agent>`. */
-const RUN_OPTIONS: ReadonlySet<string> = new Set([
-  "--dry-run",
-  "--strict",
-  "-v",
-  "--verbose",
-  "--service",
-  "--no-service",
-]);
-
-/** True for one of {@linkcode RUN_OPTIONS}, also as `--service=NAME`. */
+/** True for one of `sherlock run`'s options, also as `--service=NAME`. */
 function isRunOption(arg: string): boolean {
-  return RUN_OPTIONS.has(arg.split("=", 1)[0]);
+  const word = arg.split("=", 1)[0];
+  return COMMANDS.run.flags.some((flag: { name: string; short?: string }) =>
+    flag.name === word || flag.short === word
+  );
 }
 
-async function dispatch(args: readonly string[]): Promise<number> {
+async function dispatch(
+  args: readonly string[],
+  context: CommandContext,
+): Promise<number> {
   const [first] = args;
   if (first === undefined) {
-    const { mainHelp } = await importLazily<typeof import("./help.ts")>(
-      new URL("./help.ts", import.meta.url),
-    );
-    Deno.stderr.writeSync(new TextEncoder().encode(mainHelp() + "\n"));
+    const help = await helpModule();
+    help.printMainHelp(context, { to: "stderr" });
     return ExitCode.Usage;
   }
-  if (isHelpFlag(first)) return await runCommand("help", []);
+  if (isHelpFlag(first)) return await runCommand("help", [], context);
   if (first === "--version" || first === "-V") {
-    return await runCommand("version", []);
+    return await runCommand("version", [], context);
   }
-  if (isCommandName(first)) return await runCommand(first, args.slice(1));
-  if (isRunOption(first) || await isProfileName(first)) {
-    return await runCommand("run", args);
+  if (isCommandName(first)) {
+    return await runCommand(first, args.slice(1), context);
+  }
+  if (isRunOption(first) || await isProfileName(first, context)) {
+    return await runCommand("run", args, context);
   }
   if (first.startsWith("-")) {
     throw new UsageError(`unknown option ${first}; see sherlock --help`);
   }
-  throw await unknownName(first);
+  throw await unknownName(first, context);
+}
+
+function helpModule(): Promise<typeof HelpModule> {
+  return importLazily<typeof HelpModule>(
+    new URL("./help.ts", import.meta.url),
+  );
 }
 
 /** The error for a first argument that is no command and no agent. */
-async function unknownName(name: string): Promise<UsageError> {
+async function unknownName(
+  name: string,
+  context: CommandContext,
+): Promise<UsageError> {
   const [{ didYouMean }, { profileNames }] = await Promise.all([
     importLazily<typeof import("../config/suggestion.ts")>(
       new URL("../config/suggestion.ts", import.meta.url),
@@ -77,7 +89,7 @@ async function unknownName(name: string): Promise<UsageError> {
   ]);
   const known = [
     ...Object.keys(COMMANDS),
-    ...profileNames(commandContext().paths),
+    ...profileNames(context.paths),
   ];
   return new UsageError(
     `no command or agent named "${name}"${
@@ -87,23 +99,25 @@ async function unknownName(name: string): Promise<UsageError> {
 }
 
 /**
- * Runs the command, or prints its help from the table: for `--help` or
- * `-h` as its first argument, and, when it needs arguments, for none.
+ * Reads the command line by the command's grammar and runs the command,
+ * or prints its help (help_texts.ts, loaded only then): for `--help` or
+ * `-h` among its options, and, when it needs arguments, for none.
  */
 async function runCommand(
   name: CommandName,
   args: readonly string[],
+  context: CommandContext,
 ): Promise<number> {
-  const spec: CommandSpec = COMMANDS[name];
-  if (isHelpFlag(args[0])) {
-    printHelp(spec.help);
-    return 0;
-  }
-  if (args.length === 0 && spec.needsArguments) {
-    printHelp(spec.help);
+  if (args.length === 0 && commandSpec(name).needsArguments) {
+    (await helpModule()).printCommandHelp(name, context);
     return ExitCode.Usage;
   }
-  return await (await loadCommand(name))(args);
+  const parsed = parseArguments(name, args);
+  if (parsed.help) {
+    (await helpModule()).printCommandHelp(name, context);
+    return 0;
+  }
+  return await (await loadCommand(name))(parsed, context);
 }
 
 /**
@@ -111,10 +125,13 @@ async function runCommand(
  * is imported here, not at the top, so that commands such as `shim` (run
  * for every MCP server start) do not load it.
  */
-async function isProfileName(name: string): Promise<boolean> {
+async function isProfileName(
+  name: string,
+  context: CommandContext,
+): Promise<boolean> {
   if (name.startsWith("-")) return false;
   const { profileNames } = await importLazily<
     typeof import("../profiles/loader.ts")
   >(new URL("../profiles/loader.ts", import.meta.url));
-  return profileNames(commandContext().paths).has(name);
+  return profileNames(context.paths).has(name);
 }

@@ -34,6 +34,130 @@ export class StdoutClosedError extends Error {
   }
 }
 
+/** A stream a command writes to: the process's stdout or stderr, or a test's buffer. */
+export interface Writer {
+  /** Writes all of `bytes` (or throws). */
+  writeSync(bytes: Uint8Array): number;
+  /** True when a terminal reads it. */
+  isTerminal(): boolean;
+}
+
+/** Where a command's output goes, and the environment that decides its colour. */
+export interface OutputStreams {
+  /** Its stdout. */
+  stdout: Writer;
+  /** Its stderr. */
+  stderr: Writer;
+  /** The environment (`NO_COLOR`, `TERM`, `SHERLOCK_DEBUG`). */
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+/**
+ * The print functions bound to one command's streams
+ * ({@linkcode printer}); each is the same as the module's function of the
+ * same name, which prints to the process's streams.
+ */
+export interface Printer {
+  /** {@linkcode printText} */
+  text(text: string): void;
+  /** {@linkcode printLine} */
+  line(line?: string): void;
+  /** {@linkcode printJson} */
+  json(value: unknown): void;
+  /** {@linkcode printWarning} */
+  warning(line: string): void;
+  /** {@linkcode printError} */
+  error(line: string): void;
+  /** {@linkcode printColumns} */
+  columns(rows: readonly string[][], emphasis: ColumnsEmphasis): void;
+  /** {@linkcode printHelp} */
+  help(text: string): void;
+  /** Whether `stream` gets colour and emphasis ({@linkcode colorAllowed}). */
+  colorOn(stream: Stream): boolean;
+}
+
+/**
+ * The print functions for `streams`: a command prints through the one its
+ * context gives, so that a test runs it in-process and reads what it wrote.
+ */
+export function printer(streams: OutputStreams): Printer {
+  const colorOf = (stream: Stream): boolean =>
+    colorAllowed({
+      isTerminal: writerIsTerminal(
+        stream === "stdout" ? streams.stdout : streams.stderr,
+      ),
+      noColor: streams.env.NO_COLOR,
+      term: streams.env.TERM,
+    });
+  const stdout = (text: string) => writeTo(streams.stdout, text);
+  const marked = (line: string, style: Style) =>
+    writeErr(
+      streams.stderr,
+      markedLines(line, { style, color: colorOf("stderr") }),
+    );
+  const text = (value: string) => stdout(terminalText(value));
+  const line = (value = "") => text(value + "\n");
+  return {
+    text,
+    line,
+    json: (value) => line(jsonText(value)),
+    warning: (value) => marked(value, "bold"),
+    error: (value) => marked(value, "red"),
+    columns: (rows, emphasis) =>
+      stdout(
+        columnsLines(rows, { emphasis, color: colorOf("stdout") })
+          .map((each) => `${each}\n`).join(""),
+      ),
+    help: (value) =>
+      stdout(`${helpText(value, { color: colorOf("stdout") })}\n`),
+    colorOn: colorOf,
+  };
+}
+
+/** The process's own streams and environment. */
+const PROCESS_STREAMS: OutputStreams = {
+  stdout: Deno.stdout,
+  stderr: Deno.stderr,
+  env: {
+    get NO_COLOR() {
+      return Deno.env.get("NO_COLOR");
+    },
+    get TERM() {
+      return Deno.env.get("TERM");
+    },
+    get SHERLOCK_DEBUG() {
+      return Deno.env.get("SHERLOCK_DEBUG");
+    },
+  },
+};
+
+const terminalWriters = new WeakMap<Writer, boolean>();
+
+function writerIsTerminal(writer: Writer): boolean {
+  let answer = terminalWriters.get(writer);
+  if (answer === undefined) {
+    answer = writer.isTerminal();
+    terminalWriters.set(writer, answer);
+  }
+  return answer;
+}
+
+/** Writes to a stdout. Throws {@linkcode StdoutClosedError}. */
+function writeTo(writer: Writer, text: string): void {
+  try {
+    writer.writeSync(encoder.encode(text));
+  } catch (error) {
+    if (error instanceof Deno.errors.BrokenPipe) throw new StdoutClosedError();
+    throw error;
+  }
+}
+
+/** Writes to a stderr: the process's above the waiting line when one shows. */
+function writeErr(writer: Writer, text: string): void {
+  if (writer === Deno.stderr) writeStderr(text);
+  else writer.writeSync(encoder.encode(text));
+}
+
 /**
  * Writes text to stdout, its control characters escaped but for newlines
  * and tabs ({@linkcode terminalText}). Throws {@linkcode StdoutClosedError}.
@@ -44,12 +168,7 @@ export function printText(text: string): void {
 
 /** Writes to stdout as it is: only text this module made safe. */
 function writeStdout(text: string): void {
-  try {
-    Deno.stdout.writeSync(encoder.encode(text));
-  } catch (error) {
-    if (error instanceof Deno.errors.BrokenPipe) throw new StdoutClosedError();
-    throw error;
-  }
+  writeTo(Deno.stdout, text);
 }
 
 /**
@@ -59,12 +178,15 @@ function writeStdout(text: string): void {
  * inert. Throws {@linkcode StdoutClosedError}.
  */
 export function printJson(value: unknown): void {
-  const json = JSON.stringify(value, null, 2).replace(
+  printLine(jsonText(value));
+}
+
+function jsonText(value: unknown): string {
+  return JSON.stringify(value, null, 2).replace(
     // Only inside strings, where `\u` is JSON.
     /[\x7f-\x9f]/g,
     (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
   );
-  printLine(json);
 }
 
 /** Writes a line to stdout. Throws {@linkcode StdoutClosedError}. */
@@ -118,20 +240,24 @@ function writeStderr(text: string): void {
  * reader took what it wanted, so it is 0 and nothing is printed (as `head`
  * expects, and so that `set -o pipefail` scripts do not fail on it).
  */
-export function reportError(error: unknown): number {
+export function reportError(
+  error: unknown,
+  streams: OutputStreams = PROCESS_STREAMS,
+): number {
   if (error instanceof StdoutClosedError) return 0;
+  const out = printer(streams);
   if (error instanceof SherlockError) {
-    printError(error.message);
+    out.error(error.message);
     return error.exitCode;
   }
   const message = error instanceof Error ? error.message : String(error);
-  printError(
+  out.error(
     `internal error: ${
       message.split("\n")[0]
     } (set SHERLOCK_DEBUG=1 for details)`,
   );
-  if (Deno.env.get("SHERLOCK_DEBUG") === "1" && error instanceof Error) {
-    writeStderr(`${terminalText(String(error.stack))}\n`);
+  if (streams.env.SHERLOCK_DEBUG === "1" && error instanceof Error) {
+    writeErr(streams.stderr, `${terminalText(String(error.stack))}\n`);
   }
   return ExitCode.Software;
 }

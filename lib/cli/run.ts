@@ -9,97 +9,55 @@
  * @module
  */
 
-import { UsageError } from "../errors.ts";
 import { findExecutable } from "../launch/spawn.ts";
 import type { SessionPlan } from "../launch/plan.ts";
 import { executeSession, prepareSession } from "../launch/session.ts";
 import { shellQuote } from "../runtime/shell_quote.ts";
-import { COMMANDS, isHelpFlag } from "./commands.ts";
-import { commandContext } from "./context.ts";
+import type { ParsedArguments } from "./commands.ts";
+import type { CommandContext } from "./context.ts";
 import {
-  printColumns,
-  printHelp,
-  printLine,
-  printText,
-  printWarning,
+  type Printer,
+  printer,
   SLOW_HELPER_MS,
   whileWaiting,
 } from "./output.ts";
 
 /** Runs the command; returns the exit code. */
-export async function runCommand(args: readonly string[]): Promise<number> {
-  const flags = { dryRun: false, strict: false, verbose: false };
-  const only: string[] = [];
-  const without: string[] = [];
-  let index = 0;
-  for (; index < args.length; index++) {
-    const arg = args[index];
-    const [option, inline] = splitOption(arg);
-    if (option === "--service" || option === "--no-service") {
-      const value = inline ?? args[++index];
-      if (value === undefined || value === "") {
-        throw new UsageError(
-          `${option} needs a service's name (${option} NAME, before the agent's name)`,
-        );
-      }
-      (option === "--service" ? only : without).push(value);
-    } else if (arg === "--dry-run") flags.dryRun = true;
-    else if (arg === "--strict") flags.strict = true;
-    else if (arg === "-v" || arg === "--verbose") flags.verbose = true;
-    else if (isHelpFlag(arg)) {
-      // After another option: the dispatcher printed it when it came first.
-      printHelp(COMMANDS.run.help);
-      return 0;
-    } else if (arg === "--") {
-      index++;
-      break;
-    } else if (arg.startsWith("-")) {
-      throw new UsageError(
-        `unknown option ${arg} for run; sherlock's options go before the agent's name (see sherlock run --help)`,
-      );
-    } else break;
-  }
-  const agent = args[index];
-  if (agent === undefined) {
-    throw new UsageError(
-      'run needs an agent\'s name; run "sherlock agents" to list them',
-    );
-  }
-  const context = commandContext();
+export async function runCommand(
+  args: ParsedArguments,
+  context: CommandContext,
+): Promise<number> {
+  const [agent] = args.positionals;
+  const out = printer(context);
   const plan = await prepareSession({
     agent,
-    userArgs: args.slice(index + 1),
+    userArgs: args.rest,
     env: context.env,
     paths: context.paths,
-    onWarning: printWarning,
-    strict: flags.strict,
-    serviceFlags: { only, without },
+    onWarning: out.warning,
+    strict: args.has("--strict"),
+    serviceFlags: {
+      only: args.values("--service"),
+      without: args.values("--no-service"),
+    },
   });
-  if (flags.dryRun) {
-    printDryRun(plan);
+  if (args.has("--dry-run")) {
+    printDryRun(plan, out);
     return 0;
   }
-  const verbose = flags.verbose || context.env.SHERLOCK_VERBOSE === "1";
+  const verbose = args.has("--verbose") || context.env.SHERLOCK_VERBOSE === "1";
   return await executeSession(plan, {
     paths: context.paths,
-    onWarning: printWarning,
-    onSummary: verbose ? printWarning : undefined,
+    onWarning: out.warning,
+    onSummary: verbose ? out.warning : undefined,
     // A credential helper may take a while; a fast one shows nothing.
     waitFor: (what, work) =>
       whileWaiting(what, work, { afterMs: SLOW_HELPER_MS }),
   });
 }
 
-/** `--service=NAME` as `["--service", "NAME"]`; any other argument alone. */
-function splitOption(arg: string): [string, string | undefined] {
-  const equals = arg.indexOf("=");
-  return arg.startsWith("--") && equals > 0
-    ? [arg.slice(0, equals), arg.slice(equals + 1)]
-    : [arg, undefined];
-}
-
 /** Prints the plan: what would run, with what, and the config it would get. */
-function printDryRun(plan: SessionPlan): void {
+function printDryRun(plan: SessionPlan, out: Printer): void {
   const { profile, document, config } = plan;
   const lookup = findExecutable(plan.executable, plan.env.PATH);
   const executable = lookup.found ? lookup.path : plan.executable;
@@ -150,7 +108,7 @@ function printDryRun(plan: SessionPlan): void {
   const mcp = profile.profile.mcp;
   if (config.kind === "none" || mcp.mode === "none") {
     rows.push(["config", "(none, and no broker)"]);
-    printColumns(rows, "first column");
+    out.columns(rows, "first column");
     return;
   }
   rows.push([
@@ -161,8 +119,8 @@ function printDryRun(plan: SessionPlan): void {
       ? `merged into ${config.path} (${mcp.format}; put back byte for byte when the session ends; tokens always through the shim)`
       : `${config.path} (${mcp.mode}, ${mcp.format}; written 0600 when the session starts, removed when it ends)`,
   ]);
-  printColumns(rows, "first column");
-  printLine(
+  out.columns(rows, "first column");
+  out.line(
     config.kind === "merge"
       ? "--- sherlock's part of the merged config (tokens redacted) ---"
       : config.kind === "argv"
@@ -172,5 +130,5 @@ function printDryRun(plan: SessionPlan): void {
   const text = document.kind === "json"
     ? document.text
     : document.values.join("\n") + "\n";
-  printText(text);
+  out.text(text);
 }

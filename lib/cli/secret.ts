@@ -16,8 +16,9 @@ import {
 } from "../broker/client.ts";
 import { NoPermissionError, UsageError } from "../errors.ts";
 import { NAME_PATTERN } from "../config/names.ts";
-import { commandContext } from "./context.ts";
-import { printColumns, printJson, printLine, printWarning } from "./output.ts";
+import type { ParsedArguments } from "./commands.ts";
+import type { CommandContext } from "./context.ts";
+import { printer } from "./output.ts";
 import { didYouMean } from "../config/suggestion.ts";
 import { ValidationCache } from "../config/validation_cache.ts";
 import { loadServices } from "../services/loader.ts";
@@ -67,13 +68,15 @@ export function unreadSecretProblem(
 }
 
 /** Runs the command; returns the exit code. */
-export async function secretCommand(args: readonly string[]): Promise<number> {
-  const [action, ...rest] = args;
+export async function secretCommand(
+  args: ParsedArguments,
+  context: CommandContext,
+): Promise<number> {
+  const out = printer(context);
+  const brokerSocket = () => loggedInSocket(context);
+  const action = args.subcommand;
   if (action === "ls") {
-    const json = rest.length === 1 && rest[0] === "--json";
-    if (rest.length > 0 && !json) {
-      throw new UsageError("usage: sherlock secret ls [--json]");
-    }
+    const json = args.has("--json");
     const { secrets } = await listSecrets(await brokerSocket());
     if (json) {
       // Names and dates only: the broker never sends a value here.
@@ -84,35 +87,21 @@ export async function secretCommand(args: readonly string[]): Promise<number> {
           updated,
         })),
       };
-      printJson(shape);
+      out.json(shape);
       return 0;
     }
     if (secrets.length === 0) {
-      printLine("no secrets stored");
+      out.line("no secrets stored");
       return 0;
     }
     const rows = [["NAME", "CREATED", "UPDATED"]];
     for (const secret of secrets) {
       rows.push([secret.name, secret.created, secret.updated]);
     }
-    printColumns(rows, "header");
+    out.columns(rows, "header");
     return 0;
   }
-  if (action !== "set" && action !== "rm") {
-    throw new UsageError(
-      `unknown secret command ${action}${
-        didYouMean(action, ["set", "rm", "ls"])
-      }; see sherlock secret --help`,
-    );
-  }
-  if (rest.length !== 1) {
-    throw new UsageError(
-      action === "set"
-        ? "usage: sherlock secret set <service> (the value comes from stdin or a prompt, never from argv)"
-        : "usage: sherlock secret rm <service>",
-    );
-  }
-  const name = rest[0];
+  const [name] = args.positionals;
   if (!NAME_PATTERN.test(name)) {
     // Not repeated: a wrong argument may be a token pasted in the wrong place.
     throw new UsageError(INVALID_NAME_MESSAGE);
@@ -120,11 +109,11 @@ export async function secretCommand(args: readonly string[]): Promise<number> {
   if (action === "rm") {
     const socket = await brokerSocket();
     if (await removeSecret(socket, name)) {
-      printLine(`removed the secret of ${name}`);
+      out.line(`removed the secret of ${name}`);
       return 0;
     }
     const { secrets } = await listSecrets(socket);
-    printWarning(
+    out.warning(
       `no secret stored for ${name}${
         didYouMean(name, secrets.map((secret) => secret.name))
       }; nothing was removed (see sherlock secret ls)`,
@@ -146,27 +135,30 @@ export async function secretCommand(args: readonly string[]): Promise<number> {
         `not logged in: the broker's store is locked; run "sherlock login"`,
       );
     }
-    const warning = await unreadSecretWarning(name);
-    if (warning !== undefined) printWarning(warning);
+    const warning = await unreadSecretWarning(name, context);
+    if (warning !== undefined) out.warning(warning);
     value = await readHidden(`Secret for ${name}: `);
   } else {
     // Piped input fails at once when empty, before the broker is asked.
     value = await readStdin("secret");
     socket = await brokerSocket();
-    unread = await unreadSecretWarning(name);
+    unread = await unreadSecretWarning(name, context);
   }
   if (value === "") {
     throw new UsageError("the secret is empty; nothing was stored");
   }
   await setSecret({ socket, name, value });
-  printLine(`stored the secret of ${name}`);
-  if (unread !== undefined) printWarning(unread);
+  out.line(`stored the secret of ${name}`);
+  if (unread !== undefined) out.warning(unread);
   return 0;
 }
 
 /** {@linkcode unreadSecretProblem} for the services in services.d/. */
-async function unreadSecretWarning(name: string): Promise<string | undefined> {
-  const { paths } = commandContext();
+async function unreadSecretWarning(
+  name: string,
+  context: CommandContext,
+): Promise<string | undefined> {
+  const { paths } = context;
   const cache = new ValidationCache(paths.cacheDir);
   const listing = await loadServices({ paths, cache });
   cache.save();
@@ -183,8 +175,8 @@ async function unreadSecretWarning(name: string): Promise<string | undefined> {
 }
 
 /** The running broker's socket: every secret command needs a login. */
-async function brokerSocket(): Promise<string> {
-  const socket = commandContext().paths.socket;
+async function loggedInSocket(context: CommandContext): Promise<string> {
+  const socket = context.paths.socket;
   await loggedInBroker(socket);
   return socket;
 }

@@ -30,14 +30,13 @@ import {
 } from "../mcp/readiness.ts";
 import type { ProbeResult } from "../mcp/probe.ts";
 import { describeRevision, revisionAdvice } from "../mcp/revision.ts";
-import { type CommandContext, commandContext } from "./context.ts";
+import type { CommandContext } from "./context.ts";
+import type { ParsedArguments } from "./commands.ts";
 import {
   columns,
   escapeControls,
-  printColumns,
-  printJson,
-  printLine,
-  printWarning,
+  type Printer,
+  printer,
   SLOW_HELPER_MS,
   whileWaiting,
 } from "./output.ts";
@@ -51,27 +50,22 @@ export const DEFAULT_TEST_TIMEOUT_SECONDS = 20;
 
 /** Runs the command; returns the exit code. */
 export async function servicesCommand(
-  args: readonly string[],
+  args: ParsedArguments,
+  context: CommandContext,
 ): Promise<number> {
-  const [action, ...rest] = args;
-  if (action === undefined) return await listServices({ json: false });
-  if (action === "--json" && rest.length === 0) {
-    return await listServices({ json: true });
+  const [name] = args.positionals;
+  if (args.subcommand === "show") return await showService(name, context);
+  if (args.subcommand === "test") {
+    return await testService(parseTestArgs(args), context);
   }
-  if (action === "show") {
-    if (rest.length !== 1) {
-      throw new UsageError("usage: sherlock services show <name>");
-    }
-    return await showService(rest[0]);
-  }
-  if (action === "test") return await testService(parseTestArgs(rest));
-  throw new UsageError(
-    `unknown services command ${action}; see sherlock services --help`,
-  );
+  return await listServices({ json: args.has("--json") }, context);
 }
 
-async function listServices(options: { json: boolean }): Promise<number> {
-  const context = commandContext();
+async function listServices(
+  options: { json: boolean },
+  context: CommandContext,
+): Promise<number> {
+  const out = printer(context);
   const { paths, env } = context;
   const cache = new ValidationCache(paths.cacheDir);
   const { services, problems } = await loadServices({ paths, cache });
@@ -122,7 +116,7 @@ async function listServices(options: { json: boolean }): Promise<number> {
         error: formatProblem(problem),
       })),
     };
-    printJson(shape);
+    out.json(shape);
     return problems.length > 0 ? ExitCode.Config : 0;
   }
   services.forEach((service, index) => {
@@ -139,14 +133,14 @@ async function listServices(options: { json: boolean }): Promise<number> {
     ]);
   });
   if (services.length === 0) {
-    printLine(
+    out.line(
       `no services in ${paths.servicesDir}; add one, or run "sherlock import"`,
     );
   } else {
-    printColumns(rows, "header");
+    out.columns(rows, "header");
   }
   for (const problem of problems) {
-    printWarning(skippedMalformed("service", problem));
+    out.warning(skippedMalformed("service", problem));
   }
   return problems.length > 0 ? ExitCode.Config : 0;
 }
@@ -169,13 +163,16 @@ async function requireService(
   );
 }
 
-async function showService(name: string): Promise<number> {
-  const context = commandContext();
+async function showService(
+  name: string,
+  context: CommandContext,
+): Promise<number> {
+  const out = printer(context);
   const cache = new ValidationCache(context.paths.cacheDir);
   const { service, path } = await requireService(name, context, cache);
   cache.save();
-  printLine(`# ${path}`);
-  printLine(stringify(service).trimEnd());
+  out.line(`# ${path}`);
+  out.line(stringify(service).trimEnd());
   return 0;
 }
 
@@ -187,36 +184,21 @@ interface TestArgs {
   timeoutMs: number;
 }
 
-function parseTestArgs(args: readonly string[]): TestArgs {
-  let agent: string | undefined;
-  let timeoutSeconds = DEFAULT_TEST_TIMEOUT_SECONDS;
-  const names: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    if (arg === "--agent" || arg === "--timeout") {
-      const value = args[++i];
-      if (value === undefined) throw new UsageError(`${arg} needs a value`);
-      if (arg === "--agent") agent = value;
-      else {
-        timeoutSeconds = Number(value);
-        if (!(timeoutSeconds > 0) || timeoutSeconds > 3600) {
-          throw new UsageError(
-            "--timeout must be a number of seconds between 0 and 3600",
-          );
-        }
-      }
-    } else if (arg.startsWith("-")) {
-      throw new UsageError(
-        `unknown option ${arg}; see sherlock services --help`,
-      );
-    } else names.push(arg);
-  }
-  if (names.length !== 1) {
+function parseTestArgs(args: ParsedArguments): TestArgs {
+  const timeout = args.value("--timeout");
+  const timeoutSeconds = timeout === undefined
+    ? DEFAULT_TEST_TIMEOUT_SECONDS
+    : Number(timeout);
+  if (!(timeoutSeconds > 0) || timeoutSeconds > 3600) {
     throw new UsageError(
-      "usage: sherlock services test [--agent NAME] [--timeout SECONDS] <name>",
+      "--timeout must be a number of seconds between 0 and 3600",
     );
   }
-  return { name: names[0], agent, timeoutMs: timeoutSeconds * 1000 };
+  return {
+    name: args.positionals[0],
+    agent: args.value("--agent"),
+    timeoutMs: timeoutSeconds * 1000,
+  };
 }
 
 /**
@@ -244,8 +226,11 @@ function testAgent(service: Service, requested: string | undefined): string {
     : agents[0];
 }
 
-async function testService(request: TestArgs): Promise<number> {
-  const context = commandContext();
+async function testService(
+  request: TestArgs,
+  context: CommandContext,
+): Promise<number> {
+  const out = printer(context);
   const { paths, env } = context;
   const cache = new ValidationCache(paths.cacheDir);
   const { service } = await requireService(request.name, context, cache);
@@ -269,7 +254,7 @@ async function testService(request: TestArgs): Promise<number> {
   });
   const name = request.name;
   const delivery = plan.delivery.get(name);
-  printLine(
+  out.line(
     `service ${name}: ${
       "command" in service.server ? "stdio" : "remote"
     }, token ${service.token.source}, delivery ${
@@ -296,7 +281,7 @@ async function testService(request: TestArgs): Promise<number> {
       (await broker?.unreadyServices(plan.services))?.get(name);
     if (failure !== undefined) throw failure;
     if (broker !== undefined) {
-      printLine(
+      out.line(
         `  ${BROKER_LABEL}  ${msOf(started)}  session registered, token ${
           fetched.tokens.size > 0 ? "fetched" : "left to the shim or bridge"
         }`,
@@ -317,7 +302,7 @@ async function testService(request: TestArgs): Promise<number> {
       env: plan.env,
       timeoutMs: request.timeoutMs,
     });
-    return printProbe(service, result);
+    return printProbe(service, result, out);
   } finally {
     await broker?.end();
   }
@@ -332,7 +317,11 @@ function msOf(started: number): string {
   return `${Math.round(performance.now() - started)} ms`.padStart(8);
 }
 
-function printProbe(service: Service, result: ProbeResult): number {
+function printProbe(
+  service: Service,
+  result: ProbeResult,
+  out: Printer,
+): number {
   const name = service.service.name;
   for (const step of result.steps) {
     const failed = !result.ok && step === result.steps.at(-1);
@@ -345,37 +334,35 @@ function printProbe(service: Service, result: ProbeResult): number {
       : result.ok
       ? `${result.tools.length} tool${result.tools.length === 1 ? "" : "s"}`
       : "answered";
-    printLine(
+    out.line(
       `  ${step.step.padEnd(STEP_WIDTH)}  ${
         `${step.ms} ms`.padStart(8)
       }  ${what}`,
     );
   }
   if (result.ok) {
-    printLine(`revision: ${describeRevision(result.revision)}`);
-    printLine("tools:");
+    out.line(`revision: ${describeRevision(result.revision)}`);
+    out.line("tools:");
     const rows = result.tools.map((tool) => [
       `  ${escapeControls(tool.name)}`,
       escapeControls(tool.description),
     ]);
-    for (const line of columns(rows)) printLine(line);
-    if (rows.length === 0) printLine("  (none)");
+    for (const line of columns(rows)) out.line(line);
+    if (rows.length === 0) out.line("  (none)");
     const deprecated = revisionAdvice(result.revision, name);
     if (deprecated !== undefined) {
-      printWarning(
+      out.warning(
         `service ${name}: the legacy HTTP+SSE transport is deprecated; ${deprecated}`,
       );
     }
     return 0;
   }
   if (result.stderrTail.length > 0) {
-    printLine("the server's stderr (last lines):");
+    out.line("the server's stderr (last lines):");
     // Escaped already (lib/mcp/probe.ts), and printLine escapes again.
-    for (const line of result.stderrTail) printLine(`  | ${line}`);
+    for (const line of result.stderrTail) out.line(`  | ${line}`);
   }
-  printWarning(
-    `service ${name}: ${result.reason}; ${advice(service, result)}`,
-  );
+  out.warning(`service ${name}: ${result.reason}; ${advice(service, result)}`);
   return ExitCode.Unavailable;
 }
 

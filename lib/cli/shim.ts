@@ -17,13 +17,21 @@
  */
 
 import { NoPermissionError, UsageError } from "../errors.ts";
-import { parseInternalArguments } from "./internal_arguments.ts";
+import {
+  parseArguments,
+  type ParsedArguments,
+  requiredValue,
+} from "./commands.ts";
+import type { CommandContext } from "./context.ts";
 import { runShim, type ShimOptions } from "../launch/shim.ts";
 import { CAPABILITY_ENV } from "../render/servers.ts";
 
 /** Runs the shim; returns the server's exit code. */
-export async function shimCommand(args: readonly string[]): Promise<number> {
-  const options = parseShimArguments(args);
+export async function shimCommand(
+  args: ParsedArguments,
+  _context: CommandContext,
+): Promise<number> {
+  const options = shimOptions(args);
   const capability = Deno.env.get(CAPABILITY_ENV);
   // Gone before the server starts: it inherits the shim's environment.
   Deno.env.delete(CAPABILITY_ENV);
@@ -42,25 +50,21 @@ export async function shimCommand(args: readonly string[]): Promise<number> {
 export function parseShimArguments(
   args: readonly string[],
 ): Omit<ShimOptions, "capability"> {
-  const separator = args.indexOf("--");
-  if (separator === -1 || separator === args.length - 1) {
+  return shimOptions(parseArguments("shim", args));
+}
+
+/** The shim's options from its parsed argv. Throws {@linkcode UsageError}. */
+function shimOptions(
+  parsed: ParsedArguments,
+): Omit<ShimOptions, "capability"> {
+  if (parsed.rest.length === 0) {
     throw new UsageError(
       "shim needs -- followed by the server's command; see sherlock shim --help",
     );
   }
-  const parsed = parseInternalArguments(args.slice(0, separator), {
-    command: "shim",
-    options: [
-      "--socket",
-      "--session",
-      "--agent",
-      "--token-env",
-      "--token-format",
-    ],
-    positional: "service name",
-  });
-  const { required } = parsed;
-  const tokenFormat = parsed.values.get("--token-format") ?? "{token}";
+  const required = (flag: string) =>
+    requiredValue(parsed, { command: "shim", flag });
+  const tokenFormat = parsed.value("--token-format") ?? "{token}";
   if (!tokenFormat.includes("{token}")) {
     throw new UsageError("shim: --token-format must contain {token}");
   }
@@ -70,7 +74,7 @@ export function parseShimArguments(
     agent: required("--agent"),
     tokenEnv: required("--token-env"),
     tokenFormat,
-    service: parsed.name,
-    command: args.slice(separator + 1),
+    service: parsed.positionals[0],
+    command: parsed.rest,
   };
 }

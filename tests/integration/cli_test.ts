@@ -1,12 +1,16 @@
 /**
  * sherlock's command line as an operator types it: help, version, usage
- * errors, aliases that never shadow commands, and the dry run.
+ * errors, aliases that never shadow commands, and the dry run. What only
+ * prints (help, version, usage errors) runs in-process
+ * (helpers/in_process.ts); the rest as a real process.
  */
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import denoJson from "../../deno.json" with { type: "json" };
-import { COMMANDS } from "../../lib/cli/commands.ts";
+import { type CommandName, COMMANDS } from "../../lib/cli/commands.ts";
+import { HELP_TEXTS } from "../../lib/cli/help_texts.ts";
+import { runInProcess } from "../helpers/in_process.ts";
 import { addFakeAgent, AgentRun, installFakeAgent } from "../helpers/agent.ts";
 import { createTestHome } from "../helpers/home.ts";
 import {
@@ -21,7 +25,7 @@ const VERSION = denoJson.version;
 Deno.test("--help and -h: the commands and exit codes, on stdout, exit 0", async () => {
   await using home = await createTestHome();
   for (const flag of ["--help", "-h", "help"]) {
-    const result = await runSherlock([flag], { env: home.env });
+    const result = await runInProcess([flag], { env: home.env });
     assert.equal(result.code, 0);
     assert.equal(result.stderr, "");
     const out = lines(result.stdout);
@@ -44,7 +48,7 @@ Deno.test("--help and -h: the commands and exit codes, on stdout, exit 0", async
 
 Deno.test("no arguments: the help on stderr, exit 2", async () => {
   await using home = await createTestHome();
-  const result = await runSherlock([], { env: home.env });
+  const result = await runInProcess([], { env: home.env });
   assert.equal(result.code, 2);
   assert.equal(result.stdout, "");
   assert.ok(result.stderr.startsWith(`sherlock ${VERSION}: `));
@@ -53,7 +57,7 @@ Deno.test("no arguments: the help on stderr, exit 2", async () => {
 Deno.test("--version, -V and version print the version from deno.json", async () => {
   await using home = await createTestHome();
   for (const args of [["--version"], ["-V"], ["version"]]) {
-    const result = await runSherlock(args, { env: home.env });
+    const result = await runInProcess(args, { env: home.env });
     assert.equal(result.code, 0);
     assert.equal(result.stdout, `sherlock ${VERSION}\n`);
     assert.equal(result.stderr, "");
@@ -62,8 +66,8 @@ Deno.test("--version, -V and version print the version from deno.json", async ()
 
 Deno.test("help <command> and <command> --help", async () => {
   await using home = await createTestHome();
-  const viaHelp = await runSherlock(["help", "run"], { env: home.env });
-  const direct = await runSherlock(["run", "--help"], { env: home.env });
+  const viaHelp = await runInProcess(["help", "run"], { env: home.env });
+  const direct = await runInProcess(["run", "--help"], { env: home.env });
   assert.equal(viaHelp.code, 0);
   assert.equal(direct.code, 0);
   assert.equal(viaHelp.stdout, direct.stdout);
@@ -72,19 +76,23 @@ Deno.test("help <command> and <command> --help", async () => {
       "Usage: sherlock run [options] <agent> [args…]\n",
     ),
   );
-  const agents = await runSherlock(["help", "agents"], { env: home.env });
+  const agents = await runInProcess(["help", "agents"], { env: home.env });
   assert.equal(agents.code, 0);
   assert.ok(agents.stdout.startsWith("Usage: sherlock agents [--json]\n"));
 });
 
 Deno.test("every command's help, by help <command> and by <command> --help or -h, exit 0", async () => {
   await using home = await createTestHome();
-  for (const [index, [name, spec]] of Object.entries(COMMANDS).entries()) {
+  for (const [index, name] of Object.keys(COMMANDS).entries()) {
     const flag = index % 2 === 0 ? "--help" : "-h";
     for (const args of [["help", name], [name, flag, "extra"]]) {
-      const result = await runSherlock(args, { env: home.env });
+      const result = await runInProcess(args, { env: home.env });
       assert.equal(result.code, 0, args.join(" "));
-      assert.equal(result.stdout, spec.help + "\n", args.join(" "));
+      assert.equal(
+        result.stdout,
+        HELP_TEXTS[name as CommandName] + "\n",
+        args.join(" "),
+      );
       assert.equal(result.stderr, "");
     }
   }
@@ -99,7 +107,7 @@ Deno.test("help and version have a help of their own, not the version or an erro
     [["version", "--help"], "Usage: sherlock version\n"],
   ];
   for (const [args, usage] of cases) {
-    const result = await runSherlock(args, { env: home.env });
+    const result = await runInProcess(args, { env: home.env });
     assert.equal(result.code, 0, args.join(" "));
     assert.ok(result.stdout.startsWith(usage), result.stdout);
     assert.equal(result.stderr, "");
@@ -109,34 +117,32 @@ Deno.test("help and version have a help of their own, not the version or an erro
 Deno.test("secret and broker without arguments: their help on stdout, exit 2", async () => {
   await using home = await createTestHome();
   for (const name of ["secret", "broker"] as const) {
-    const result = await runSherlock([name], { env: home.env });
+    const result = await runInProcess([name], { env: home.env });
     assert.equal(result.code, 2, name);
-    assert.equal(result.stdout, COMMANDS[name].help + "\n");
+    assert.equal(result.stdout, HELP_TEXTS[name] + "\n");
     assert.equal(result.stderr, "");
   }
 });
 
-Deno.test("run's help after its own options; --help after a subcommand is that subcommand's argument", async () => {
+Deno.test("run's help after its own options; a command's help after its subcommand", async () => {
   await using home = await createTestHome();
   for (const args of [["run", "--dry-run", "--help"], ["--dry-run", "-h"]]) {
-    const result = await runSherlock(args, { env: home.env });
+    const result = await runInProcess(args, { env: home.env });
     assert.equal(result.code, 0, args.join(" "));
-    assert.equal(result.stdout, COMMANDS.run.help + "\n");
+    assert.equal(result.stdout, HELP_TEXTS.run + "\n");
   }
+  // After a subcommand too: its command's help (the one parser's rule).
   for (
-    const [args, message] of [
-      [
-        ["secret", "set", "--help"],
-        "the argument is not a service name (a service name is lowercase letters, digits, '-' and '_', starting with a letter or digit; it is not repeated here in case it is a secret)",
-      ],
-      [["broker", "serve", "--help"], "unknown option --help for broker serve"],
-      [["broker", "log", "-h"], "usage: sherlock broker log [-n N]"],
+    const [args, name] of [
+      [["secret", "set", "--help"], "secret"],
+      [["broker", "serve", "--help"], "broker"],
+      [["broker", "log", "-h"], "broker"],
     ] as const
   ) {
-    const result = await runSherlock(args, { env: home.env });
-    assert.equal(result.code, 2, args.join(" "));
-    assert.equal(result.stdout, "");
-    assert.deepEqual(lines(result.stderr), [`sherlock: ${message}`]);
+    const result = await runInProcess(args, { env: home.env });
+    assert.equal(result.code, 0, args.join(" "));
+    assert.equal(result.stdout, HELP_TEXTS[name] + "\n");
+    assert.equal(result.stderr, "");
   }
 });
 
@@ -156,6 +162,9 @@ Deno.test("secret set|rm with a pasted token for a name: never echoed, says what
     assert.equal(lines(result.stderr).length, 1);
   }
 });
+
+const RUN_USAGE =
+  "sherlock run [--dry-run] [--strict] [--service NAME]… [--no-service NAME]… [--verbose] <agent> [args…]";
 
 /** Usage errors: exit 2 and exactly one line. */
 const USAGE_ERRORS: [string[], string][] = [
@@ -182,32 +191,50 @@ const USAGE_ERRORS: [string[], string][] = [
   ],
   [
     ["broker", "stpo"],
-    "unknown broker command stpo (did you mean stop?); see sherlock broker --help",
+    'no subcommand "stpo" for broker (did you mean stop?); see sherlock broker --help',
   ],
   [
     ["secret", "lss"],
-    "unknown secret command lss (did you mean ls?); see sherlock secret --help",
+    'no subcommand "lss" for secret (did you mean ls?); see sherlock secret --help',
   ],
   [["--frob"], "unknown option --frob; see sherlock --help"],
   [["help", "frob"], "no command named frob; see sherlock --help"],
-  [
-    ["run"],
-    'run needs an agent\'s name; run "sherlock agents" to list them',
-  ],
-  [
-    ["--dry-run"],
-    'run needs an agent\'s name; run "sherlock agents" to list them',
-  ],
+  [["run"], `run needs <agent>; usage: ${RUN_USAGE}`],
+  [["--dry-run"], `run needs <agent>; usage: ${RUN_USAGE}`],
   [
     ["run", "--frob", "claude"],
-    "unknown option --frob for run; sherlock's options go before the agent's name (see sherlock run --help)",
+    `unknown option --frob for run; usage: ${RUN_USAGE}`,
   ],
   [
     ["agents", "extra"],
-    "unexpected argument extra; see sherlock agents --help",
+    'no subcommand "extra" for agents; see sherlock agents --help',
   ],
-  [["agents", "show"], "usage: sherlock agents show [--builtin] <name>"],
-  [["agents", "override"], "usage: sherlock agents override <name>"],
+  [
+    ["agents", "show"],
+    "agents show needs <name>; usage: sherlock agents show [--builtin] <name>",
+  ],
+  [
+    ["agents", "override"],
+    "agents override needs <name>; usage: sherlock agents override <name>",
+  ],
+  // Issue 20, trap 7: a subcommand's typo is a usage error with the
+  // subcommand it resembles.
+  [
+    ["services", "tset", "github"],
+    'no subcommand "tset" for services (did you mean test?); see sherlock services --help',
+  ],
+  [
+    ["auth", "stats"],
+    "no subcommand or service named stats (did you mean status?); see sherlock auth --help",
+  ],
+  [
+    ["services", "test", "--agnet=claude", "github"],
+    "unknown option --agnet for services test (did you mean --agent?); usage: sherlock services test [--agent NAME] [--timeout SECONDS] <name>",
+  ],
+  [
+    ["doctor", "--json=yes"],
+    "--json takes no value; usage: sherlock doctor [--json]",
+  ],
   [
     ["agents", "override", "acme"],
     `no built-in profile named "acme"; the built-ins are ${
@@ -219,7 +246,7 @@ const USAGE_ERRORS: [string[], string][] = [
 for (const [args, message] of USAGE_ERRORS) {
   Deno.test(`usage error: sherlock ${args.join(" ")}`, async () => {
     await using home = await createTestHome();
-    const result = await runSherlock(args, { env: home.env });
+    const result = await runInProcess(args, { env: home.env });
     assert.equal(result.code, 2);
     assert.equal(result.stdout, "");
     assert.deepEqual(lines(result.stderr), [`sherlock: ${message}`]);

@@ -15,7 +15,11 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { createTestHome, listNames, type TestHome } from "../helpers/home.ts";
-import { profileToml, stdioServiceToml } from "../helpers/profiles.ts";
+import {
+  profileToml,
+  stdioServiceToml,
+  tokenServiceToml,
+} from "../helpers/profiles.ts";
 import { runBash, sh } from "../helpers/shell.ts";
 import {
   HANG_GUARD_MS,
@@ -48,6 +52,14 @@ async function completionHome(): Promise<TestHome> {
   home.writeService(
     "github",
     stdioServiceToml("github", { command: "gh-mcp" }),
+  );
+  home.writeService(
+    "linear",
+    tokenServiceToml({
+      name: "linear",
+      source: "oauth",
+      url: "https://mcp.linear.example/mcp",
+    }),
   );
   Deno.writeTextFileSync(
     join(home.bin, "sherlock"),
@@ -116,8 +128,27 @@ Deno.test({
     assert.deepEqual(await bashComplete(home, "sherlock run --dry-run my"), [
       "myagent",
     ]);
-    assert.deepEqual(await bashComplete(home, "sherlock services show "), [
-      "github",
+    assert.deepEqual(
+      (await bashComplete(home, "sherlock services show ")).sort(),
+      ["github", "linear"],
+    );
+    // Issue 20, trap 6: a service's name after --service, then an agent's.
+    for (const flag of ["--service", "--no-service"]) {
+      assert.deepEqual(
+        (await bashComplete(home, `sherlock ${flag} `)).sort(),
+        ["github", "linear"],
+        flag,
+      );
+      assert.deepEqual(
+        await bashComplete(home, `sherlock run ${flag} github my`),
+        ["myagent"],
+        flag,
+      );
+    }
+    assert.deepEqual(await bashComplete(home, "sherlock auth "), [
+      "status",
+      "revoke",
+      "linear",
     ]);
     assert.deepEqual(await bashComplete(home, "sherlock services test --a"), [
       "--agent",
@@ -163,9 +194,10 @@ Deno.test({
       "completions",
     ]);
     assert.deepEqual(await fishComplete(home, "sherlock my"), ["myagent"]);
-    assert.deepEqual(await fishComplete(home, "sherlock secret set "), [
-      "github",
-    ]);
+    assert.deepEqual(
+      (await fishComplete(home, "sherlock secret set ")).sort(),
+      ["github", "linear"],
+    );
     assert.deepEqual(await fishComplete(home, "sherlock agents show my"), [
       "myagent",
     ]);
@@ -173,9 +205,10 @@ Deno.test({
       await fishComplete(home, "sherlock broker serve --"),
       ["--background"],
     );
+    // Only the services with [token] source = "oauth" (issue 20, trap 6).
     assert.deepEqual(
       (await fishComplete(home, "sherlock auth ")).sort(),
-      ["github", "revoke", "status"],
+      ["linear", "revoke", "status"],
     );
   },
 });
@@ -278,7 +311,7 @@ Deno.test("completions: a usage error for an unknown shell, and the help without
   assert.equal(unknown.code, 2);
   assert.equal(
     unknown.stderr,
-    "sherlock: usage: sherlock completions <bash|zsh|fish>\n",
+    "sherlock: completions takes bash, zsh, fish, not powershell; usage: sherlock completions [<shell>]\n",
   );
   const none = await runSherlock(["completions"], { env: home.env });
   assert.equal(none.code, 2);

@@ -1,7 +1,7 @@
 /**
  * `--json` of `agents`, `services`, `whoami`, `secret ls`, `broker status`,
- * `auth status` and `doctor`, run as real processes against a real broker
- * in a throwaway HOME: every output is checked against its schema
+ * `auth status` and `doctor`, against a real broker in a throwaway HOME (in
+ * the test's process while no broker runs, as real processes with one): every output is checked against its schema
  * (lib/cli/json_shapes.ts), its exit code is the text output's, and no
  * stored secret appears in any of them. `sherlock doctor` is also checked
  * not to start a broker, and to give its verdicts on real files: a
@@ -12,6 +12,7 @@
 import assert from "node:assert/strict";
 import type { z } from "zod";
 import { createBrokerHome } from "../helpers/broker_home.ts";
+import { runInProcess } from "../helpers/in_process.ts";
 import { randomToken } from "../helpers/leaks.ts";
 import {
   profileToml,
@@ -44,6 +45,8 @@ function parsed<T extends z.ZodType>(
 
 Deno.test("--json without a broker: each shape, the same exit codes, and doctor starts no broker", async () => {
   await using home = await createBrokerHome();
+  // No broker runs: what each command prints needs no process of its own.
+  const sherlock = (args: string[]) => runInProcess(args, { env: home.env });
   home.writeProfile("broken", "[agent]\nname = 42\n");
   home.writeScript("tool", 'echo "tool 9.9.9"');
   home.writeProfile("tool", profileToml({ name: "tool", executable: "tool" }));
@@ -54,7 +57,7 @@ Deno.test("--json without a broker: each shape, the same exit codes, and doctor 
     stdioServiceToml("gone", { command: "no-such-mcp-server" }),
   );
 
-  const agents = await home.sherlock(["agents", "--json"]);
+  const agents = await sherlock(["agents", "--json"]);
   assert.equal(agents.code, 78, agents.stderr);
   const agentList = parsed(AGENTS_JSON, agents).agents;
   const broken = agentList.find((agent) => agent.name === "broken");
@@ -68,7 +71,7 @@ Deno.test("--json without a broker: each shape, the same exit codes, and doctor 
     "built-in",
   );
 
-  const services = await home.sherlock(["services", "--json"]);
+  const services = await sherlock(["services", "--json"]);
   assert.equal(services.code, 78, services.stderr);
   const serviceList = parsed(SERVICES_JSON, services);
   assert.deepEqual(serviceList.services.map((service) => service.name), [
@@ -79,17 +82,17 @@ Deno.test("--json without a broker: each shape, the same exit codes, and doctor 
   assert.equal(serviceList.problems.length, 1);
   assert.match(serviceList.problems[0].path, /bad\.toml$/);
 
-  const whoami = await home.sherlock(["whoami", "--json"]);
+  const whoami = await sherlock(["whoami", "--json"]);
   assert.equal(whoami.code, 77, whoami.stderr);
   assert.equal(parsed(WHOAMI_JSON, whoami).brokerRunning, false);
 
-  const status = await home.sherlock(["broker", "status", "--json"]);
+  const status = await sherlock(["broker", "status", "--json"]);
   assert.equal(status.code, 69, status.stderr);
   const brokerStatus = parsed(BROKER_STATUS_JSON, status);
   assert.equal(brokerStatus.running, false);
   assert.equal(brokerStatus.socket, home.socket);
 
-  const doctor = await home.sherlock(["doctor", "--json"]);
+  const doctor = await sherlock(["doctor", "--json"]);
   assert.equal(doctor.code, 1, doctor.stderr);
   const report = parsed(DOCTOR_JSON, doctor);
   assert.equal(report.ok, false);
@@ -109,13 +112,13 @@ Deno.test("--json without a broker: each shape, the same exit codes, and doctor 
   assert.equal(await home.health(), undefined, "doctor started no broker");
 
   // The text screen says the same, one line per check and a summary.
-  const text = await home.sherlock(["doctor"]);
+  const text = await sherlock(["doctor"]);
   assert.equal(text.code, 1);
   assert.match(text.stdout, /^FAIL\s+profile\s+broken\s+/m);
   assert.match(text.stdout, /^OK\s+profile\s+tool\s+.*tool 9\.9\.9$/m);
   assert.match(text.stdout, /\n3 checks failed\n$/);
 
-  const usage = await home.sherlock(["doctor", "--yaml"]);
+  const usage = await sherlock(["doctor", "--yaml"]);
   assert.equal(usage.code, 2);
   assert.match(usage.stderr, /usage: sherlock doctor \[--json\]/);
 });

@@ -1,7 +1,8 @@
 /**
  * Profiles and services as an operator meets them: built-ins shadowed by
  * agents.d, `sherlock agents` and `agents show`, and every kind of
- * malformed file — reported on one line, skipped, never run.
+ * malformed file — reported on one line, skipped, never run. What only
+ * prints (`agents`, `agents show`, an unknown agent) runs in-process.
  */
 
 import assert from "node:assert/strict";
@@ -14,6 +15,7 @@ import {
   stdioServiceToml,
 } from "../helpers/profiles.ts";
 import { lines, runSherlock, sherlockCommand } from "../helpers/sherlock.ts";
+import { runInProcess } from "../helpers/in_process.ts";
 import { runBash, sh, type ShellResult } from "../helpers/shell.ts";
 import { parse } from "smol-toml";
 import { BUILTIN_PROFILES } from "../../lib/profiles/builtin.ts";
@@ -32,7 +34,7 @@ function rows(stdout: string): string[][] {
 Deno.test("agents: lists the built-ins and whether their executables are on PATH", async () => {
   await using home = await createTestHome();
   installFakeAgent(join(home.bin, "claude"));
-  const result = await runSherlock(["agents"], { env: home.env });
+  const result = await runInProcess(["agents"], { env: home.env });
   assert.equal(result.code, 0);
   assert.equal(result.stderr, "");
   assert.deepEqual(rows(result.stdout), [
@@ -51,7 +53,7 @@ Deno.test("agents: an executable without an execute bit is reported as such", as
   await using home = await createTestHome();
   const path = installFakeAgent(join(home.bin, "copilot"));
   Deno.chmodSync(path, 0o644);
-  const result = await runSherlock(["agents"], { env: home.env });
+  const result = await runInProcess(["agents"], { env: home.env });
   assert.equal(result.code, 0);
   assert.deepEqual(rows(result.stdout).find((row) => row[0] === "copilot"), [
     "copilot",
@@ -94,7 +96,7 @@ Deno.test("agents show: the resolved profile, every default filled in", async ()
     executable: "my-claude",
     mcp: { mode: "env-var", var: "CLAUDE_MCP" },
   });
-  const shown = await runSherlock(["agents", "show", "claude"], {
+  const shown = await runInProcess(["agents", "show", "claude"], {
     env: home.env,
   });
   assert.equal(shown.code, 0);
@@ -123,7 +125,7 @@ no_session = []
 env = []
 `,
   );
-  const builtin = await runSherlock(["agents", "show", "copilot"], {
+  const builtin = await runInProcess(["agents", "show", "copilot"], {
     env: home.env,
   });
   assert.equal(builtin.code, 0);
@@ -131,7 +133,7 @@ env = []
   assert.ok(builtin.stdout.includes('flag = "--additional-mcp-config"\n'));
   assert.ok(builtin.stdout.includes('value = "@{path}"\n'));
 
-  const missing = await runSherlock(["agents", "show", "nope"], {
+  const missing = await runInProcess(["agents", "show", "nope"], {
     env: home.env,
   });
   assert.equal(missing.code, 2);
@@ -213,7 +215,7 @@ for (const { kind, text, problem } of MALFORMED) {
     // Run it, twice: a bad file is reported every time (never cached).
     for (const args of [["bad"], ["run", "bad", "--help"]]) {
       using agent = new AgentRun(home.scratch);
-      const result = await runSherlock(args, {
+      const result = await runInProcess(args, {
         env: { ...home.env, ...agent.env },
       });
       assert.equal(result.code, 78);
@@ -226,7 +228,7 @@ for (const { kind, text, problem } of MALFORMED) {
 
     // The listing shows the good ones, and the bad one in its row with
     // its problem.
-    const listed = await runSherlock(["agents"], { env: home.env });
+    const listed = await runInProcess(["agents"], { env: home.env });
     assert.equal(listed.code, 78);
     assert.deepEqual(
       rows(listed.stdout).map((row) => row[0]),
@@ -242,7 +244,7 @@ for (const { kind, text, problem } of MALFORMED) {
       `sherlock: skipped malformed profile ${path}:${problem}`,
     ]);
 
-    const shown = await runSherlock(["agents", "show", "bad"], {
+    const shown = await runInProcess(["agents", "show", "bad"], {
       env: home.env,
     });
     assert.equal(shown.code, 78);
@@ -251,7 +253,7 @@ for (const { kind, text, problem } of MALFORMED) {
 
     // Every other profile still runs.
     using agent = new AgentRun(home.scratch, { exit: 5 });
-    const good = await runSherlock(["good", "x"], {
+    const good = await runInProcess(["good", "x"], {
       env: { ...home.env, ...agent.env },
     });
     assert.equal(good.code, 5);
@@ -322,7 +324,7 @@ Deno.test("malformed service: warned on stderr, skipped; the session runs with t
 
 Deno.test("an unknown agent: exit 2, one line", async () => {
   await using home = await createTestHome();
-  const result = await runSherlock(["run", "nope"], { env: home.env });
+  const result = await runInProcess(["run", "nope"], { env: home.env });
   assert.equal(result.code, 2);
   assert.deepEqual(lines(result.stderr), [
     'sherlock: no agent profile named "nope"; run "sherlock agents" to list them',
@@ -339,7 +341,7 @@ Deno.test("a name that is a path never reads a file outside agents.d", async () 
     profileToml({ name: "outside", executable: "fake" }),
   );
   using agent = new AgentRun(home.scratch);
-  const result = await runSherlock(["run", "../outside"], {
+  const result = await runInProcess(["run", "../outside"], {
     env: { ...home.env, ...agent.env },
   });
   assert.equal(result.code, 2);

@@ -144,7 +144,10 @@ Deno.test("an unknown name is a usage error (2) with the closest name; the agent
   assertNoStackTrace(both.stderr);
   const missing = await runSherlock(["--no-service"], { env: home.env });
   assert.equal(missing.code, 2);
-  assert.match(missing.stderr, /--no-service needs a service's name/);
+  assert.match(
+    missing.stderr,
+    /--no-service needs a value \(--no-service NAME\)/,
+  );
 
   const profile = home.writeProfile(
     "fake",

@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type BrokerHome, createBrokerHome } from "../helpers/broker_home.ts";
+import { runInProcess } from "../helpers/in_process.ts";
 import { filesContaining, randomToken } from "../helpers/leaks.ts";
 import { tokenServiceToml } from "../helpers/profiles.ts";
 import {
@@ -521,7 +522,8 @@ Deno.test("services: one row per service with its kind, source, delivery, PATH a
   );
   home.addHelperService("helped");
   home.writeService("broken", "[service]\nname = 'broken'\n");
-  const result = await home.sherlock(["services"]);
+  // What it prints needs no process of its own: in-process.
+  const result = await runInProcess(["services"], { env: home.env });
   assert.equal(result.code, 78, result.stderr);
   const rows = new Map(
     result.stdout.trim().split("\n").slice(1).map((line) => [
@@ -555,7 +557,9 @@ Deno.test("services show: the resolved service, defaults filled in, and its file
       url: "https://mcp.example.com/mcp",
     }),
   );
-  const result = await home.sherlock(["services", "show", "docs"]);
+  const result = await runInProcess(["services", "show", "docs"], {
+    env: home.env,
+  });
   assert.equal(result.code, 0, result.stderr);
   assert.equal(result.stdout.split("\n")[0], `# ${path}`);
   assert.match(result.stdout, /transport = "http"/);

@@ -1,17 +1,20 @@
 /**
- * What completion offers (lib/cli/completion_candidates.ts): the grammar
- * read from the command table's help texts, and the request for a few
- * command lines. The real shells run the scripts in
+ * What completion offers (lib/cli/completion_candidates.ts), read from
+ * the command table's spec, for a few command lines. The real shells run the scripts in
  * tests/integration/completions_test.ts.
  */
 
 import assert from "node:assert/strict";
 import {
-  commandGrammar,
   completionRequest,
   offeredCommands,
 } from "../../lib/cli/completion_candidates.ts";
-import { COMMANDS, type CommandSpec } from "../../lib/cli/commands.ts";
+import {
+  COMMANDS,
+  type CommandSpec,
+  type SyntaxSpec,
+} from "../../lib/cli/commands.ts";
+import { isOAuthServiceText } from "../../lib/cli/completions.ts";
 
 const entries = Object.entries(COMMANDS) as [string, CommandSpec][];
 
@@ -25,52 +28,60 @@ Deno.test("every command of the table completes, but those used inside rendered 
   assert.ok(!offeredCommands().includes("bridge"));
 });
 
-Deno.test("every flag a help's usage or option list names completes for its command", () => {
+Deno.test("every flag of the spec completes for its command or subcommand", () => {
   for (const [name, spec] of entries) {
-    const grammar = commandGrammar(name, spec.help);
-    const usage = spec.help.split("\n\n")[0];
-    const all = [...grammar.flags, ...[...grammar.subcommands.values()].flat()]
-      .map((flag) => flag.name);
-    for (const flag of usage.match(/(?<![\w-])--?[a-z][\w-]*/g) ?? []) {
-      assert.ok(all.includes(flag), `${name}: ${flag}`);
+    if (spec.internal || name === "run" || name === "completions") continue;
+    const syntaxes: [string[], SyntaxSpec][] = [
+      [[name], spec],
+      ...Object.entries(spec.subcommands ?? {}).map((
+        [sub, syntax],
+      ): [string[], SyntaxSpec] => [[name, sub], syntax]),
+    ];
+    for (const [words, syntax] of syntaxes) {
+      const offered = completionRequest([...words, "-"]).words;
+      for (const flag of syntax.flags ?? []) {
+        assert.ok(
+          offered.includes(flag.name),
+          `${words.join(" ")} ${flag.name}`,
+        );
+      }
     }
   }
 });
 
-Deno.test("commandGrammar: subcommands from the usage lines, each with its own flags", () => {
-  const services = commandGrammar("services", COMMANDS.services.help);
-  assert.deepEqual([...services.subcommands.keys()], ["show", "test"]);
-  assert.deepEqual(services.subcommands.get("test"), [
-    { name: "--agent", value: "NAME" },
-    { name: "--timeout", value: "SECONDS" },
-  ]);
-  const broker = commandGrammar("broker", COMMANDS.broker.help);
-  assert.deepEqual([...broker.subcommands.keys()], [
-    "serve",
-    "start",
-    "stop",
-    "status",
-    "log",
-  ]);
-  assert.deepEqual(broker.subcommands.get("serve"), [{ name: "--background" }]);
-  assert.deepEqual(broker.subcommands.get("log"), [{ name: "-n", value: "N" }]);
-  const run = commandGrammar("run", COMMANDS.run.help);
-  assert.deepEqual(run.flags.map((flag) => flag.name), [
-    "--dry-run",
-    "--strict",
-    "--service",
-    "--no-service",
-    "-v",
-    "--verbose",
-    "-h",
-    "--help",
-  ]);
+Deno.test("a flag's value completes by its kind: a service after --service, an agent after --agent (issue 20, trap 6)", () => {
+  for (const flag of ["--service", "--no-service"]) {
+    assert.deepEqual(completionRequest(["run", flag, ""]).names, ["services"]);
+    assert.deepEqual(completionRequest([flag, ""]).names, ["services"]);
+    // After the service's name, the agent's: no files yet.
+    assert.deepEqual(completionRequest([flag, "github", ""]), {
+      words: [],
+      names: ["agents"],
+      files: false,
+      prefix: "",
+    });
+  }
   assert.deepEqual(
-    run.flags.find((flag) => flag.name === "--service")?.value,
-    "NAME",
-    "--service takes a service's name",
+    completionRequest(["--service", "github", "claude", ""]).files,
+    true,
   );
-  assert.deepEqual(run.subcommands.size, 0);
+  assert.deepEqual(completionRequest(["completions", ""]).words, [
+    "bash",
+    "zsh",
+    "fish",
+  ]);
+});
+
+Deno.test("auth offers only OAuth services, and its subcommands", () => {
+  assert.deepEqual(completionRequest(["auth", ""]), {
+    words: ["status", "revoke"],
+    names: ["oauth-services"],
+    files: false,
+    prefix: "",
+  });
+  assert.deepEqual(completionRequest(["auth", "revoke", ""]).names, [
+    "oauth-services",
+  ]);
 });
 
 Deno.test("completionRequest: which names, which words, and files where they fit", () => {
@@ -93,14 +104,8 @@ Deno.test("completionRequest: which names, which words, and files where they fit
     completionRequest(["secret", "set", "github", ""]).names,
     [],
   );
-  assert.deepEqual(completionRequest(["auth", ""]), {
-    words: ["status", "revoke"],
-    names: ["services"],
-    files: false,
-    prefix: "",
-  });
   assert.deepEqual(completionRequest(["auth", "--no-browser", ""]).names, [
-    "services",
+    "oauth-services",
   ]);
   assert.deepEqual(
     completionRequest(["services", "test", "--agent", "c"])
@@ -130,4 +135,15 @@ Deno.test("completionRequest: which names, which words, and files where they fit
   );
   assert.deepEqual(completionRequest(["run", "--str"]).words, ["--strict"]);
   assert.deepEqual(completionRequest(["--dry-run", ""]).names, ["agents"]);
+});
+
+Deno.test('isOAuthServiceText: [token] source = "oauth", read by lines', () => {
+  assert.ok(
+    isOAuthServiceText('[service]\nname = "a"\n\n[token]\nsource = "oauth"\n'),
+  );
+  assert.ok(isOAuthServiceText("token = { source = 'oauth' }\n"));
+  assert.ok(
+    !isOAuthServiceText('[token]\nsource = "secret"\n[x]\nsource = "oauth"\n'),
+  );
+  assert.ok(!isOAuthServiceText('[service]\nsource = "oauth"\n'));
 });

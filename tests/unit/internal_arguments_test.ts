@@ -1,12 +1,11 @@
 /**
- * The internal commands' shared argv parser (lib/cli/internal_arguments.ts),
+ * The internal commands' argv (read by the command table's parser),
  * through `sherlock credential`'s, whose command line a rendered Claude
  * `apiKeyHelper` holds; the shim's and the bridge's have their own tests.
  */
 
 import assert from "node:assert/strict";
 import { parseCredentialArguments } from "../../lib/cli/credential.ts";
-import { parseInternalArguments } from "../../lib/cli/internal_arguments.ts";
 import { UsageError } from "../../lib/errors.ts";
 
 Deno.test("parseCredentialArguments: the socket and the one name, in any order", () => {
@@ -26,14 +25,14 @@ Deno.test("parseCredentialArguments: usage errors name the command and what is w
     [["anthropic"], /^credential needs --socket$/],
     [
       ["--socket", "/s"],
-      /^credential needs exactly one credential name; see sherlock credential --help$/,
+      /^credential needs <NAME>; usage: sherlock credential \[--socket PATH\] <NAME>$/,
     ],
     [
       ["--socket", "/s", "a", "b"],
-      /^credential needs exactly one credential name/,
+      /^credential takes at most 1 argument, got 2/,
     ],
-    [["a", "--socket"], /^credential: --socket needs a value$/],
-    [["--token", "x", "a"], /^credential: unknown option --token$/],
+    [["a", "--socket"], /^--socket needs a value \(--socket PATH\)/],
+    [["--token", "x", "a"], /^unknown option --token for credential/],
   ];
   for (const [args, message] of cases) {
     assert.throws(
@@ -42,19 +41,4 @@ Deno.test("parseCredentialArguments: usage errors name the command and what is w
       args.join(" "),
     );
   }
-});
-
-Deno.test("parseInternalArguments: a repeatable option keeps every value in order; a single one keeps the last", () => {
-  const parsed = parseInternalArguments(
-    ["--h", "a=1", "--s", "x", "svc", "--h", "b=2", "--s", "y"],
-    {
-      command: "bridge",
-      options: ["--s"],
-      repeatable: ["--h"],
-      positional: "service name",
-    },
-  );
-  assert.deepEqual(parsed.repeated.get("--h"), ["a=1", "b=2"]);
-  assert.equal(parsed.required("--s"), "y");
-  assert.equal(parsed.name, "svc");
 });

@@ -224,7 +224,12 @@ Deno.test("the command table is cheap to load: it imports no command", async () 
   assert.deepEqual(
     [...loaded.keys()].map((specifier) => specifier.replace(ROOT.href, ""))
       .sort(),
-    ["lib/cli/commands.ts", "lib/runtime/lazy_import.ts"],
+    [
+      "lib/cli/commands.ts",
+      "lib/config/suggestion.ts",
+      "lib/errors.ts",
+      "lib/runtime/lazy_import.ts",
+    ],
   );
 });
 

@@ -91,18 +91,18 @@ Deno.test("parseShimArguments: usage errors", () => {
       [...OPTIONS, "github", "--"],
       "shim needs -- followed by the server's command",
     ],
-    [[...OPTIONS, "--", "srv"], "shim needs exactly one service name"],
+    [[...OPTIONS, "--", "srv"], "shim needs <SERVICE>"],
     [
       [...OPTIONS, "a", "b", "--", "srv"],
-      "shim needs exactly one service name",
+      "shim takes at most 1 argument, got 2",
     ],
     [
       [...OPTIONS, "--verbose", "a", "--", "srv"],
-      "shim: unknown option --verbose",
+      "unknown option --verbose for shim",
     ],
     [
       [...OPTIONS, "a", "--token-format", "--", "srv"],
-      "shim: --token-format needs a value",
+      "--token-format needs a value",
     ],
     [[...OPTIONS.slice(2), "a", "--", "srv"], "shim needs --socket"],
     [[...OPTIONS.slice(0, 6), "a", "--", "srv"], "shim needs --token-env"],

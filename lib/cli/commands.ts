@@ -395,7 +395,7 @@ export function parseArguments(
       syntax = spec.subcommands[first];
       index = 1;
     } else if (
-      !first.startsWith("-") &&
+      !first.startsWith("-") && visibleSubcommands(spec).length > 0 &&
       (spec.subcommandRequired || (spec.positionals ?? []).length === 0)
     ) {
       throw new UsageError(

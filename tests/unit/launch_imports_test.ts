@@ -95,12 +95,14 @@ Deno.test("the launch path (main.ts, then sherlock run) loads no node:, zod or d
  * whatever its size; bytes cost little once Deno caches the code (moving
  * 14 KB of help texts out of the path, or every comment, 86 KB, measured
  * no difference beyond the noise), so the count is the tight bound.
- * Measured in docs/BENCHMARKS.md (Launch time: the budget). Lowered to
- * what issue 21's second round reached (248.8 KB); the declarative command
- * layer should move the help texts off the path and lower it again.
+ * Measured in docs/BENCHMARKS.md (Launch time: the budget). Issue 21's
+ * second round reached 248.8 KB; the declarative command layer then moved
+ * the help texts off the path (-14 KB) but brought the grammar and one
+ * parser for every command onto it, and the demo and keyring commands
+ * added their entries: 250.3 KB, so the budget is 251 KB.
  */
 const LAUNCH_MODULE_BUDGET = 41;
-const LAUNCH_SOURCE_BYTES_BUDGET = 249_000;
+const LAUNCH_SOURCE_BYTES_BUDGET = 251_000;
 
 Deno.test("the launch path stays within its budget of modules and source bytes", async () => {
   const sizes = new Map<string, number>();

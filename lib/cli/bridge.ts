@@ -5,7 +5,7 @@
  *     sherlock bridge --socket <path> --session <id> --agent <name>
  *                     --url <url> [--transport http|sse] [--header K=V]…
  *                     [--token-header <name>] [--token-format <format>]
- *                     <service>
+ *                     [--verbose] <service>
  *
  * and `lib/bridge/relay.ts` relays the agent's JSON-RPC messages to the
  * server with the service's token from the broker. Everything it needs is
@@ -53,6 +53,8 @@ export interface BridgeOptions {
   tokenFormat: string;
   /** The service's name. */
   service: string;
+  /** Say on stderr which MCP revision the server speaks. */
+  verbose: boolean;
 }
 
 /** Runs the bridge until the agent closes its stdin; returns 0. */
@@ -94,6 +96,9 @@ export async function bridgeCommand(args: readonly string[]): Promise<number> {
       input: Deno.stdin.readable,
       write: (line) => stdout.write(encoder.encode(line)),
       warn: (line) => printWarning(`bridge ${options.service}: ${line}`),
+      info: options.verbose
+        ? (line) => printWarning(`bridge ${options.service}: ${line}`)
+        : undefined,
       signal: stop.signal,
     });
   } finally {
@@ -144,6 +149,7 @@ export function parseBridgeArguments(args: readonly string[]): BridgeOptions {
       "--token-format",
     ],
     repeatable: ["--header"],
+    flags: ["--verbose"],
     positional: "service name",
   });
   const { values: options, required } = parsed;
@@ -193,6 +199,7 @@ export function parseBridgeArguments(args: readonly string[]): BridgeOptions {
     tokenHeader,
     tokenFormat,
     service: parsed.name,
+    verbose: parsed.flags.has("--verbose"),
   };
 }
 

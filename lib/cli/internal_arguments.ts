@@ -18,6 +18,8 @@ export interface InternalSyntax {
   options: readonly string[];
   /** The options that take a value and may be given again (`--header`). */
   repeatable?: readonly string[];
+  /** The options that take no value (`--verbose`). */
+  flags?: readonly string[];
   /** What the one positional argument is, for its message. */
   positional: string;
 }
@@ -28,6 +30,8 @@ export interface InternalArguments {
   values: Map<string, string>;
   /** The repeatable options' values in order, by name. */
   repeated: Map<string, string[]>;
+  /** The flags given (options without a value). */
+  flags: Set<string>;
   /** The one positional argument. */
   name: string;
   /** The value of an option that must be there; throws when it is not. */
@@ -48,6 +52,7 @@ export function parseInternalArguments(
   const values = new Map<string, string>();
   const repeated = new Map<string, string[]>();
   const positional: string[] = [];
+  const flags = new Set<string>();
   for (let index = 0; index < args.length; index++) {
     const arg = args[index];
     if (syntax.options.includes(arg) || repeatable.includes(arg)) {
@@ -58,7 +63,8 @@ export function parseInternalArguments(
       if (repeatable.includes(arg)) {
         repeated.set(arg, [...repeated.get(arg) ?? [], value]);
       } else values.set(arg, value);
-    } else if (arg.startsWith("-")) {
+    } else if (syntax.flags?.includes(arg)) flags.add(arg);
+    else if (arg.startsWith("-")) {
       throw new UsageError(`${command}: unknown option ${arg}`);
     } else positional.push(arg);
   }
@@ -70,6 +76,7 @@ export function parseInternalArguments(
   return {
     values,
     repeated,
+    flags,
     name: positional[0],
     required(option: string): string {
       const value = values.get(option);

@@ -66,6 +66,7 @@ export async function runCommand(args: readonly string[]): Promise<number> {
     );
   }
   const context = commandContext();
+  const verbose = flags.verbose || context.env.SHERLOCK_VERBOSE === "1";
   const plan = await prepareSession({
     agent,
     userArgs: args.slice(index + 1),
@@ -73,13 +74,13 @@ export async function runCommand(args: readonly string[]): Promise<number> {
     paths: context.paths,
     onWarning: printWarning,
     strict: flags.strict,
+    verbose,
     serviceFlags: { only, without },
   });
   if (flags.dryRun) {
     printDryRun(plan);
     return 0;
   }
-  const verbose = flags.verbose || context.env.SHERLOCK_VERBOSE === "1";
   return await executeSession(plan, {
     paths: context.paths,
     onWarning: printWarning,

@@ -311,9 +311,12 @@ export class ModernHttpRelay extends RelayBase {
     signal: AbortSignal,
   ): Promise<Message | undefined> {
     const type = mediaType(response.headers.get("content-type"));
-    if (!response.ok && type !== "application/json") {
-      throw await this.statusFailure(response);
-    }
+    // A modern server's JSON-RPC errors come with a 4xx; a refused token's
+    // answer is the token's business.
+    const rpcError = type === "application/json" && response.status >= 400 &&
+      response.status < 500 && response.status !== 401 &&
+      response.status !== 403;
+    if (!response.ok && !rpcError) throw await this.statusFailure(response);
     for await (const message of this.#messages(response)) {
       if (signal.aborted) return undefined;
       if (!isObject(message)) continue;

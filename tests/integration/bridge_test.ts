@@ -330,7 +330,7 @@ Deno.test("bridge: stdin closed → the remote session is deleted and the bridge
   assert.equal(remote.openSessions(), 0);
 });
 
-Deno.test("bridge: the legacy HTTP+SSE transport", async () => {
+Deno.test("bridge: the legacy HTTP+SSE transport, with a deprecation line", async () => {
   const token = randomToken();
   await using remote: RemoteMcpServer = await startRemoteMcpServer(
     { token } satisfies RemoteMcpServerOptions,
@@ -356,6 +356,13 @@ Deno.test("bridge: the legacy HTTP+SSE transport", async () => {
   }
   assert.equal(remote.counts.unauthorized, 0);
   assert.ok(!stderr().includes(token));
+  // Said once per start: the transport is deprecated.
+  assert.equal(
+    stderr().match(/HTTP\+SSE transport of MCP 2024-11-05, deprecated/g)
+      ?.length,
+    1,
+    stderr(),
+  );
 });
 
 /**

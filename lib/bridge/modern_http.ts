@@ -36,6 +36,7 @@
 import { readAnswerText } from "./answer_limits.ts";
 import {
   type AgentHello,
+  checkTools,
   classifyDiscover,
   type EraVerdict,
   forAgent,
@@ -44,7 +45,6 @@ import {
   MISSING_CAPABILITY_CODE,
   missingCapability,
   type ParamHeader,
-  paramHeadersOf,
   requestHeaders,
   withEnvelope,
 } from "./modern_wire.ts";
@@ -56,6 +56,7 @@ import {
   mediaType,
   type Message,
   parseJson,
+  printable,
   RelayBase,
   type RelayOptions,
   UPSTREAM_ERROR_CODE,
@@ -265,12 +266,20 @@ export class ModernHttpRelay extends RelayBase {
         }
         const result = answer.result;
         if (!isObject(result) || result.resultType !== "input_required") {
+          let out = answer;
           if (message.method === "tools/list" && isObject(result)) {
-            for (const [tool, headers] of paramHeadersOf(result)) {
+            const checked = checkTools(result);
+            for (const [tool, headers] of checked.headers) {
               this.#paramHeaders.set(tool, headers);
             }
+            for (const { name, reason } of checked.rejected) {
+              this.options.warn(
+                `left the tool ${printable(name)} out of tools/list: ${reason}`,
+              );
+            }
+            out = { ...answer, result: checked.result };
           }
-          await this.toAgent(forAgent(answer, id));
+          await this.toAgent(forAgent(out, id));
           return;
         }
         if (round + 1 >= MAX_INPUT_ROUNDS) {

@@ -156,40 +156,110 @@ export interface ParamHeader {
   header: string;
 }
 
-/**
- * The `x-mcp-header` annotations of each tool of a `tools/list` result, by
- * tool name (tools without one are left out). Annotations are looked for
- * along `properties` chains only, where the revision allows them.
- */
-export function paramHeadersOf(result: unknown): Map<string, ParamHeader[]> {
-  const found = new Map<string, ParamHeader[]>();
-  const tools = isObject(result) && Array.isArray(result.tools)
-    ? result.tools
-    : [];
-  for (const tool of tools) {
-    if (!isObject(tool) || typeof tool.name !== "string") continue;
-    const headers: ParamHeader[] = [];
-    collect(tool.inputSchema, [], headers, 0);
-    if (headers.length > 0) found.set(tool.name, headers);
-  }
-  return found;
+/** A `tools/list` result as the bridge passes it on (see {@linkcode checkTools}). */
+export interface CheckedTools {
+  /** The result without the tools whose annotations are invalid. */
+  result: Message;
+  /** The `x-mcp-header` annotations of each kept tool that has some. */
+  headers: Map<string, ParamHeader[]>;
+  /** The tools left out, with why. */
+  rejected: { name: string; reason: string }[];
 }
 
-function collect(
+/**
+ * The revision's rule for `x-mcp-header` annotations, applied to a
+ * `tools/list` result: a tool with an invalid one (empty or not an HTTP
+ * token, a duplicate regardless of case, on a property that is not a
+ * string, integer or boolean, or reached through anything but
+ * `properties`) is left out of the list, as a client on Streamable HTTP
+ * must; the annotations of the others are kept for their calls'
+ * `Mcp-Param-*` headers.
+ */
+export function checkTools(result: unknown): CheckedTools {
+  const headers = new Map<string, ParamHeader[]>();
+  const rejected: { name: string; reason: string }[] = [];
+  if (!isObject(result) || !Array.isArray(result.tools)) {
+    return { result: isObject(result) ? result : {}, headers, rejected };
+  }
+  const kept = result.tools.filter((tool) => {
+    if (!isObject(tool) || typeof tool.name !== "string") return true;
+    const found: ParamHeader[] = [];
+    const reason = annotations(tool.inputSchema, [], true, found);
+    if (reason !== undefined) {
+      rejected.push({ name: tool.name, reason });
+      return false;
+    }
+    if (found.length > 0) headers.set(tool.name, found);
+    return true;
+  });
+  return {
+    result: rejected.length === 0 ? result : { ...result, tools: kept },
+    headers,
+    rejected,
+  };
+}
+
+/** An HTTP field name (RFC 9110's `1*tchar`). */
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/**
+ * Collects the annotations under `schema` into `found`; returns why they
+ * are invalid, if they are. `reachable`: `schema` is reached from the root
+ * through `properties` only.
+ */
+function annotations(
   schema: unknown,
   path: string[],
-  into: ParamHeader[],
-  depth: number,
-): void {
-  if (!isObject(schema) || !isObject(schema.properties) || depth > 16) return;
-  for (const [key, property] of Object.entries(schema.properties)) {
-    if (!isObject(property)) continue;
-    const header = property["x-mcp-header"];
-    if (typeof header === "string" && /^[A-Za-z0-9-]+$/.test(header)) {
-      into.push({ path: [...path, key], header });
+  reachable: boolean,
+  found: ParamHeader[],
+  depth = 0,
+): string | undefined {
+  if (depth > 32) return "its inputSchema is nested too deep";
+  if (Array.isArray(schema)) {
+    for (const item of schema) {
+      const reason = annotations(item, path, false, found, depth + 1);
+      if (reason) return reason;
     }
-    collect(property, [...path, key], into, depth + 1);
+    return undefined;
   }
+  if (!isObject(schema)) return undefined;
+  const header = schema["x-mcp-header"];
+  if (header !== undefined && path.length > 0) {
+    if (!reachable) {
+      return "an x-mcp-header is not reachable through properties alone";
+    }
+    if (typeof header !== "string" || !TOKEN.test(header)) {
+      return "an x-mcp-header is not an HTTP header name";
+    }
+    if (!["string", "integer", "boolean"].includes(String(schema.type))) {
+      return `x-mcp-header ${header} is on a property that is not a string, integer or boolean`;
+    }
+    if (
+      found.some((one) => one.header.toLowerCase() === header.toLowerCase())
+    ) return `x-mcp-header ${header} is there twice`;
+    found.push({ path, header });
+  } else if (header !== undefined) {
+    return "the inputSchema itself has an x-mcp-header";
+  }
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === "x-mcp-header") continue;
+    if (key === "properties" && isObject(value)) {
+      for (const [name, property] of Object.entries(value)) {
+        const reason = annotations(
+          property,
+          [...path, name],
+          reachable,
+          found,
+          depth + 1,
+        );
+        if (reason) return reason;
+      }
+    } else if (typeof value === "object" && value !== null) {
+      const reason = annotations(value, path, false, found, depth + 1);
+      if (reason) return reason;
+    }
+  }
+  return undefined;
 }
 
 function valueAt(root: Message, path: readonly string[]): unknown {

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import {
   agentHello,
+  checkTools,
   classifyDiscover,
   forAgent,
   headerValue,
@@ -13,7 +14,6 @@ import {
   listenFilter,
   missingCapability,
   MODERN_REVISION,
-  paramHeadersOf,
   requestHeaders,
   withEnvelope,
 } from "../../lib/bridge/modern_wire.ts";
@@ -69,7 +69,7 @@ Deno.test("headerValue and requestHeaders: Mcp-Method, Mcp-Name, Base64 when the
     requestHeaders({ method: "tools/list", params: { name: "x" } })["Mcp-Name"],
     undefined,
   );
-  const annotated = paramHeadersOf({
+  const { headers: annotated, rejected } = checkTools({
     tools: [{
       name: "execute_sql",
       inputSchema: {
@@ -86,6 +86,7 @@ Deno.test("headerValue and requestHeaders: Mcp-Method, Mcp-Name, Base64 when the
     }, { name: "plain", inputSchema: { type: "object" } }],
   });
   assert.deepEqual([...annotated.keys()], ["execute_sql"]);
+  assert.deepEqual(rejected, []);
   assert.deepEqual(
     requestHeaders({
       method: "tools/call",
@@ -240,4 +241,41 @@ Deno.test("listenFilter and forAgent: listen for what can change; notifications 
     }, 7),
     { jsonrpc: "2.0", id: 7, result: { content: [] } },
   );
+});
+
+Deno.test("checkTools: a tool whose x-mcp-header breaks the revision's rules is left out of tools/list", () => {
+  const tool = (name: string, properties: Record<string, unknown>) => ({
+    name,
+    inputSchema: { type: "object", properties },
+  });
+  const checked = checkTools({
+    tools: [
+      tool("good", { a: { type: "integer", "x-mcp-header": "A" } }),
+      tool("number", { a: { type: "number", "x-mcp-header": "A" } }),
+      tool("twice", {
+        a: { type: "string", "x-mcp-header": "Same" },
+        b: { type: "string", "x-mcp-header": "same" },
+      }),
+      tool("not-a-token", { a: { type: "string", "x-mcp-header": "A B" } }),
+      tool("in-items", {
+        list: {
+          type: "array",
+          items: { type: "string", "x-mcp-header": "Item" },
+        },
+      }),
+      tool("in-anyof", {
+        a: { anyOf: [{ type: "string", "x-mcp-header": "Any" }] },
+      }),
+    ],
+    ttlMs: 5,
+  });
+  assert.deepEqual(
+    checked.rejected.map((one) => one.name),
+    ["number", "twice", "not-a-token", "in-items", "in-anyof"],
+  );
+  assert.deepEqual(checked.result, {
+    tools: [tool("good", { a: { type: "integer", "x-mcp-header": "A" } })],
+    ttlMs: 5,
+  });
+  assert.deepEqual(checked.headers.get("good"), [{ path: ["a"], header: "A" }]);
 });

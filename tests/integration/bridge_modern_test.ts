@@ -183,6 +183,7 @@ Deno.test("bridge modern: a 2025-11-25 agent lists and calls tools of a 2026-07-
       "ask_model",
       "confirm",
       "echo",
+      "slow",
       "whoami",
     ]);
     assert.equal(
@@ -433,4 +434,83 @@ Deno.test("bridge modern: a server that serves both eras is spoken to in 2026-07
     await client.close();
   }
   assertModernRequests(server, token);
+});
+
+Deno.test("bridge modern: logging/setLevel becomes each request's log level, resources/subscribe reopens the listen stream with the resource, notifications/cancelled closes the request's stream", async () => {
+  const token = randomToken();
+  await using server = await startModernServer({ token });
+  await using home = await createBrokerHome();
+  await brokerWithService(home, server.url, { token });
+  const bridge = rawBridge(home, server.url);
+  await bridge.send({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: {
+      protocolVersion: "2025-11-25",
+      capabilities: {},
+      clientInfo: { name: "a", version: "1" },
+    },
+  });
+  assert.ok((await bridge.receive()).result);
+  await bridge.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+  await bridge.send({
+    jsonrpc: "2.0",
+    id: 2,
+    method: "logging/setLevel",
+    params: { level: "debug" },
+  });
+  assert.deepEqual((await bridge.receive()).result, {});
+  await bridge.send({
+    jsonrpc: "2.0",
+    id: 3,
+    method: "resources/subscribe",
+    params: { uri: "file:///watched" },
+  });
+  assert.deepEqual((await bridge.receive()).result, {});
+  await bridge.send({
+    jsonrpc: "2.0",
+    id: 4,
+    method: "tools/call",
+    params: { name: "echo", arguments: { text: "after" } },
+  });
+  assert.equal((await bridge.receive()).id, 4);
+  await bridge.send({
+    jsonrpc: "2.0",
+    id: 5,
+    method: "tools/call",
+    params: { name: "slow", arguments: {} },
+  });
+  await waitUntil(() => server.slow().started === 1, "the slow call");
+  await bridge.send({
+    jsonrpc: "2.0",
+    method: "notifications/cancelled",
+    params: { requestId: 5 },
+  });
+  await waitUntil(() => server.slow().cancelled === 1, "its cancellation");
+  await waitUntil(
+    () =>
+      server.counts.seen.filter((seen) =>
+        seen.method === "subscriptions/listen"
+      ).length >= 2,
+    "the listen stream, reopened",
+  );
+  await bridge.end();
+  const echo = server.counts.seen.find((seen) => seen.mcpName === "echo")!;
+  const meta = (echo.body as { params: { _meta: Record<string, unknown> } })
+    .params._meta;
+  assert.equal(meta["io.modelcontextprotocol/logLevel"], "debug");
+  const listens = server.counts.seen.filter((seen) =>
+    seen.method === "subscriptions/listen"
+  ).map((seen) =>
+    (seen.body as { params: { notifications: Record<string, unknown> } })
+      .params.notifications
+  );
+  assert.deepEqual(listens[0], { toolsListChanged: true });
+  assert.deepEqual(listens.at(-1), {
+    toolsListChanged: true,
+    resourceSubscriptions: ["file:///watched"],
+  });
+  assert.equal(server.counts.methods["logging/setLevel"], undefined);
+  assert.equal(server.counts.methods["resources/subscribe"], undefined);
 });

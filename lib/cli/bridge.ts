@@ -5,7 +5,7 @@
  *     sherlock bridge --socket <path> --session <id> --agent <name>
  *                     --url <url> [--transport http|sse] [--header K=V]…
  *                     [--token-header <name>] [--token-format <format>]
- *                     <service>
+ *                     [--verbose] <service>
  *
  * and `lib/bridge/relay.ts` relays the agent's JSON-RPC messages to the
  * server with the service's token from the broker. Everything it needs is
@@ -58,6 +58,8 @@ export interface BridgeOptions {
   tokenFormat: string;
   /** The service's name. */
   service: string;
+  /** Say on stderr which MCP revision the server speaks. */
+  verbose: boolean;
 }
 
 /** Runs the bridge until the agent closes its stdin; returns 0. */
@@ -102,6 +104,9 @@ export async function bridgeCommand(
       input: Deno.stdin.readable,
       write: (line) => stdout.write(encoder.encode(line)),
       warn: (line) => printWarning(`bridge ${options.service}: ${line}`),
+      info: options.verbose
+        ? (line) => printWarning(`bridge ${options.service}: ${line}`)
+        : undefined,
       signal: stop.signal,
     });
   } finally {
@@ -193,6 +198,7 @@ function bridgeOptions(parsed: ParsedArguments): BridgeOptions {
     tokenHeader,
     tokenFormat,
     service: parsed.positionals[0],
+    verbose: parsed.has("--verbose"),
   };
 }
 

@@ -236,6 +236,7 @@ export const COMMANDS = {
       },
       { name: "--token-header", value: "text", placeholder: "NAME" },
       { name: "--token-format", value: "text", placeholder: "FORMAT" },
+      { name: "--verbose" },
     ],
     positionals: [{ name: "SERVICE", kind: "service" }],
     module: "lib/cli/bridge.ts",

@@ -34,8 +34,9 @@ Options (before the agent's name; everything after it goes to the agent):
   --service NAME     only this service (repeatable: only these)
   --no-service NAME  every service but this one (repeatable)
   -v, --verbose  say on stderr, before the agent starts, which services
-                 the session has and how each token reaches its server
-                 (also SHERLOCK_VERBOSE=1)
+                 the session has and how each token reaches its server,
+                 and have each bridge say which MCP revision its server
+                 speaks (also SHERLOCK_VERBOSE=1)
   -h, --help     show this help
 
 When the agent's first argument is one of its profile's [argv] no_session

@@ -29,6 +29,8 @@ export async function runCommand(
 ): Promise<number> {
   const [agent] = args.positionals;
   const out = printer(context);
+  const verbose = args.has("--verbose") ||
+    context.env.SHERLOCK_VERBOSE === "1";
   const plan = await prepareSession({
     agent,
     userArgs: args.rest,
@@ -36,6 +38,7 @@ export async function runCommand(
     paths: context.paths,
     onWarning: out.warning,
     strict: args.has("--strict"),
+    verbose,
     serviceFlags: {
       only: args.values("--service"),
       without: args.values("--no-service"),
@@ -45,7 +48,6 @@ export async function runCommand(
     printDryRun(plan, out);
     return 0;
   }
-  const verbose = args.has("--verbose") || context.env.SHERLOCK_VERBOSE === "1";
   return await executeSession(plan, {
     paths: context.paths,
     onWarning: out.warning,

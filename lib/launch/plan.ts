@@ -74,6 +74,11 @@ export interface PlanSessionOptions {
    * out (`--strict`, config.toml's `[run] strict`).
    */
   strict: boolean;
+  /**
+   * `-v`: the bridges say on stderr which MCP revision their server speaks
+   * (`sherlock bridge --verbose`).
+   */
+  verbose?: boolean;
 }
 
 /**
@@ -227,6 +232,7 @@ export function planSession(options: PlanSessionOptions): SessionPlan {
       socket: options.socket,
       session: options.session,
       agent,
+      ...(options.verbose ? { verbose: true } : {}),
     },
   };
   // Argv formats send every token through the shim (and refuse the rest),

@@ -84,6 +84,8 @@ export interface SessionOptions {
    * `[run] strict` asks the same).
    */
   strict: boolean;
+  /** `-v`: bridges say which revision their server speaks. */
+  verbose?: boolean;
   /** `--service` / `--no-service` (`service_selection.ts`). */
   serviceFlags: ServiceFlags;
 }
@@ -148,6 +150,7 @@ function checkedPlan(
     socket: paths.socket,
     selfCommand: selfCommand(),
     strict,
+    verbose: options.verbose,
   });
   // A session without MCP config (`--help`) needs no service at all.
   if (plan.config.kind === "none") return plan;

@@ -58,6 +58,8 @@ export interface ShimContext {
   command: string[];
   /** The broker's socket. */
   socket: string;
+  /** Bridges say which revision their server speaks (`run -v`). */
+  verbose?: boolean;
   /** The session id. */
   session: string;
   /** The agent's profile name. */
@@ -231,6 +233,7 @@ function bridgeEntry(
         ? []
         : ["--token-header", tokenHeader]),
       ...(format === BRIDGE_TOKEN_FORMAT ? [] : ["--token-format", format]),
+      ...(shim?.verbose ? ["--verbose"] : []),
       ...headers,
       service.service.name,
     ],

@@ -16,7 +16,8 @@
  * Tools: `echo` (its `text`), `whoami` (the SHA-256 of the bearer),
  * `confirm` (asks an elicitation, answers with the action and content),
  * `ask_model` (asks sampling, answers with the model's text), and
- * `add_tool` (registers the tool `added` and publishes
+ * `slow` (answers only once cancelled), `add_tool` (registers the tool
+ * `added` and publishes
  * `notifications/tools/list_changed`; `notifyToolsChanged()` does the same
  * from outside a request).
  *
@@ -127,6 +128,8 @@ export interface ModernServer extends AsyncDisposable {
    * `subscriptions/listen` stream.
    */
   notifyToolsChanged(): void;
+  /** How many `slow` calls started, and how many were cancelled. */
+  slow(): { started: number; cancelled: number };
   /** Stops listening. */
   close(): Promise<void>;
 }
@@ -150,7 +153,11 @@ export function startModernServer(
   };
   // Shared by every per-request instance, so that a tool added once is
   // listed from then on.
-  const state = { added: false };
+  const state: SharedState = {
+    added: false,
+    slowStarted: 0,
+    slowCancelled: 0,
+  };
   const addTool = () => {
     state.added = true;
     handler.notify.toolsChanged();
@@ -182,10 +189,16 @@ export function startModernServer(
     info: Deno.ServeHandlerInfo,
   ): Promise<Response> => {
     counts.requests++;
-    // Deno's request.signal aborts once a response is sent (its legacy
-    // behaviour, with a warning); the SDK reads it as "the client went
-    // away", so it gets one that aborts when the exchange is over.
+    // Deno's request.signal also aborts once a response is sent (its
+    // legacy behaviour); the SDK reads it as "the client went away", so it
+    // gets one that aborts when the client leaves before the answer starts
+    // (a cancelled call answered as JSON) or when the exchange is over (a
+    // closed event stream).
     const gone = new AbortController();
+    let answered = false;
+    original.signal.addEventListener("abort", () => {
+      if (!answered) gone.abort();
+    }, { once: true });
     info.completed.finally(() => gone.abort());
     const request = new Request(original.url, {
       method: original.method,
@@ -230,11 +243,13 @@ export function startModernServer(
         `scope="${required.scope}"`,
       ]);
     }
-    return await handler.fetch(request, {
+    const response = await handler.fetch(request, {
       authInfo: bearer === undefined
         ? undefined
         : { token: bearer, clientId: "test", scopes: [] },
     });
+    answered = true;
+    return response;
   };
 
   const http = Deno.serve({
@@ -253,14 +268,28 @@ export function startModernServer(
       token = value;
     },
     notifyToolsChanged: addTool,
+    slow: () => ({
+      started: state.slowStarted,
+      cancelled: state.slowCancelled,
+    }),
     close,
     [Symbol.asyncDispose]: close,
   });
 }
 
+/** What every per-request instance shares. */
+interface SharedState {
+  /** Whether `add_tool` (or `notifyToolsChanged`) ran. */
+  added: boolean;
+  /** How many `slow` calls started. */
+  slowStarted: number;
+  /** How many of them were cancelled (their request's stream closed). */
+  slowCancelled: number;
+}
+
 /** One server instance (one per HTTP request): the tools. */
 function newServer(
-  shared: { state: { added: boolean }; addTool: () => void },
+  shared: { state: SharedState; addTool: () => void },
 ): McpServer {
   const server = new McpServer(
     { name: MODERN_SERVER_NAME, version: "1.0.0" },
@@ -324,6 +353,19 @@ function newServer(
     return {
       content: [{ type: "text", text: `model:${answer.content?.text}` }],
     };
+  });
+  server.registerTool("slow", {
+    description: "Answers only once its request is cancelled.",
+  }, async (ctx) => {
+    shared.state.slowStarted++;
+    // No timer: only a cancellation (or the server's close) ends it.
+    await new Promise<void>((resolve) => {
+      ctx.mcpReq.signal.addEventListener("abort", () => {
+        shared.state.slowCancelled++;
+        resolve();
+      }, { once: true });
+    });
+    return { content: [{ type: "text", text: "slow" }] };
   });
   server.registerTool("add_tool", {
     description: "Adds the tool `added` and says that the list changed.",

@@ -53,6 +53,7 @@ function server(
     { hostname: "127.0.0.1", port: 0, onListen() {} },
     async (request) => {
       const body = request.method === "POST" ? await request.json() : {};
+      if (body.method === "server/discover") return notModern();
       const one: Seen = {
         method: request.method,
         rpc: typeof body.method === "string" ? body.method : "",
@@ -90,6 +91,18 @@ function server(
       await http.shutdown();
     },
   };
+}
+
+/**
+ * What a 2025 server (the SDK's, stateful) answers the bridge's
+ * `server/discover` probe: it is no `initialize`, and there is no session.
+ */
+function notModern(): Response {
+  return Response.json({
+    jsonrpc: "2.0",
+    id: null,
+    error: { code: -32000, message: "Bad Request: Server not initialized" },
+  }, { status: 400 });
 }
 
 /** An event stream that sends `text` and ends. */
@@ -272,6 +285,7 @@ Deno.test("bridge order: the notification the agent wrote first reaches the serv
     async (request) => {
       if (request.method !== "POST") return new Response(null, { status: 405 });
       const body = await request.json();
+      if (body.method === "server/discover") return notModern();
       arrivals.push(body.method);
       if (body.method === "initialize") {
         return Response.json({

@@ -178,13 +178,14 @@ for (const jsonResponse of [false, true]) {
           ),
           "hé",
         );
-        // Every request after initialize named the session's protocol version.
-        assert.ok(remote.counts.protocolVersions.length >= 3);
-        assert.ok(
-          remote.counts.protocolVersions.every((version) =>
-            version === remote.counts.protocolVersions[0]
-          ),
-        );
+        // The bridge's server/discover probe named 2026-07-28 (the server
+        // is a 2025 one); every request after initialize named the
+        // session's protocol version.
+        const [probe, ...versions] = remote.counts.protocolVersions;
+        assert.equal(probe, "2026-07-28");
+        assert.equal(remote.counts.methods["server/discover"], 1);
+        assert.ok(versions.length >= 3);
+        assert.ok(versions.every((version) => version === versions[0]));
 
         await waitUntil(
           () => remote.counts.getStreams >= 1,
@@ -277,8 +278,10 @@ Deno.test("bridge: a server that refuses every token gets two tries per request;
   const { code, rest, stderr } = await bridge.end();
   assert.equal(code, 0);
   assert.equal(rest, "");
-  assert.equal(remote.counts.unauthorized, 6);
-  assert.equal(remote.counts.requests, 6);
+  // Each request's server/discover probe got two tries (the notification
+  // between them, with no server reached, was dropped).
+  assert.equal(remote.counts.unauthorized, 4);
+  assert.equal(remote.counts.requests, 4);
   assert.equal(remote.counts.deletes, 0);
   // The dropped notification is one line on stderr.
   assert.equal(lines(stderr).length, 1, stderr);
@@ -327,7 +330,7 @@ Deno.test("bridge: stdin closed → the remote session is deleted and the bridge
   assert.equal(remote.openSessions(), 0);
 });
 
-Deno.test("bridge: the legacy HTTP+SSE transport", async () => {
+Deno.test("bridge: the legacy HTTP+SSE transport, with a deprecation line", async () => {
   const token = randomToken();
   await using remote: RemoteMcpServer = await startRemoteMcpServer(
     { token } satisfies RemoteMcpServerOptions,
@@ -353,6 +356,13 @@ Deno.test("bridge: the legacy HTTP+SSE transport", async () => {
   }
   assert.equal(remote.counts.unauthorized, 0);
   assert.ok(!stderr().includes(token));
+  // Said once per start: the transport is deprecated.
+  assert.equal(
+    stderr().match(/HTTP\+SSE transport of MCP 2024-11-05, deprecated/g)
+      ?.length,
+    1,
+    stderr(),
+  );
 });
 
 /**

@@ -85,3 +85,26 @@ Deno.test("--dry-run prints the config the real run renders: the session capabil
     withoutSessionId(realServers),
   );
 });
+
+Deno.test("run -v renders each bridge entry with --verbose (the bridge then says which MCP revision its server speaks); without -v, not", async () => {
+  await using home = await createBrokerHome();
+  home.addAgent();
+  const docs = home.tokenHelper("docs");
+  home.writeService(
+    "docs",
+    tokenServiceToml({
+      name: "docs",
+      command: [docs.path],
+      url: "http://127.0.0.1:9/mcp",
+    }),
+  );
+  await home.login();
+  for (const [flags, verbose] of [[["-v"], true], [[], false]] as const) {
+    const dryRun = await home.sherlock(["run", "--dry-run", ...flags, AGENT]);
+    assert.equal(dryRun.code, 0, dryRun.stderr);
+    const at = dryRun.stdout.indexOf(MARKER);
+    const servers: Servers =
+      JSON.parse(dryRun.stdout.slice(at + MARKER.length)).mcpServers;
+    assert.equal(servers.docs.args?.includes("--verbose"), verbose);
+  }
+});

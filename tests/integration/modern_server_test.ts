@@ -45,7 +45,7 @@ Deno.test("modern server: the SDK v2 client negotiates 2026-07-28 and calls ever
     const tools = await client.listTools();
     assert.deepEqual(
       tools.tools.map((tool) => tool.name).sort(),
-      ["add_tool", "ask_model", "confirm", "echo", "whoami"],
+      ["add_tool", "ask_model", "confirm", "echo", "slow", "whoami"],
     );
     const echo = await client.callTool({
       name: "echo",

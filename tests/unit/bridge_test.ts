@@ -191,6 +191,7 @@ Deno.test("parseBridgeArguments: options, headers, the transport", () => {
       tokenHeader: "Authorization",
       tokenFormat: "Bearer {token}",
       service: "github",
+      verbose: false,
     },
   );
   const custom = parseBridgeArguments([
@@ -207,6 +208,10 @@ Deno.test("parseBridgeArguments: options, headers, the transport", () => {
   assert.equal(custom.tokenFormat, "key {token}");
   assert.deepEqual(custom.headers, { Authorization: "Basic public" });
   assert.equal(parseBridgeArguments([...BASE, "github"]).transport, "http");
+  assert.equal(
+    parseBridgeArguments([...BASE, "--verbose", "github"]).verbose,
+    true,
+  );
 });
 
 Deno.test("parseBridgeArguments: usage errors", () => {
@@ -256,6 +261,7 @@ format = "key {token}"
       socket: "/run/s.sock",
       session: "s1",
       agent: "claude",
+      verbose: true,
     },
   });
   const entry = entries.docs;
@@ -272,6 +278,7 @@ format = "key {token}"
     tokenHeader: "X-Api-Key",
     tokenFormat: "key {token}",
     service: "docs",
+    verbose: true,
   });
 });
 

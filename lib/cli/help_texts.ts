@@ -319,7 +319,8 @@ only to a session "sherlock run" registered (its capability in the
 environment) and only when NAME is one of that session's credentials.`,
   bridge:
     `Usage: sherlock bridge --socket PATH --session ID --agent NAME --url URL
-                      [--transport http|sse] [--header NAME=VALUE]… SERVICE
+                      [--transport http|sse] [--header NAME=VALUE]… [--verbose]
+                      SERVICE
 
 Used inside rendered MCP configs, not by hand: relays the JSON-RPC messages
 of an agent on stdio to the remote MCP server at URL, over Streamable HTTP
@@ -327,8 +328,8 @@ of an agent on stdio to the remote MCP server at URL, over Streamable HTTP
 SERVICE's token from the broker at PATH on every request. A request the
 token does not get through is answered with a JSON-RPC error that names
 "sherlock auth SERVICE"; the bridge keeps running until stdin closes, then
-ends the remote session. Diagnostics go to stderr; stdout carries only
-JSON-RPC.`,
+ends the remote session. Diagnostics go to stderr (--verbose: also which
+MCP revision the server speaks); stdout carries only JSON-RPC.`,
   completions: `Usage: sherlock completions <bash|zsh|fish>
 
 Prints a script that completes sherlock's commands and options, the

@@ -146,7 +146,7 @@ Deno.test("sherlock auth, tokens across expiries, one refresh per burst, a dead 
   // A session that outlives several 2-second access tokens.
   for (let i = 0; i < 3; i++) {
     assert.equal(await callRemote(remote.url, await get()), 200);
-    await new Promise((resolve) => setTimeout(resolve, 2100));
+    home.advanceClock(2100);
   }
   // Twenty requests after expiry: one refresh at the server.
   const before = as.counts.refresh;
@@ -157,7 +157,7 @@ Deno.test("sherlock auth, tokens across expiries, one refresh per burst, a dead 
 
   // A revoked grant: needs `sherlock auth`, then works again.
   as.revokeAllGrants();
-  await new Promise((resolve) => setTimeout(resolve, 2100));
+  home.advanceClock(2100);
   await assert.rejects(get, /needs authorization: run "sherlock auth remote"/);
   const dead = await home.sherlock(["auth", "status", "--json"]);
   assert.equal(JSON.parse(dead.stdout).services[0].authorized, false);
@@ -259,16 +259,16 @@ Deno.test("an AS that is down, slow or answers garbage: clear errors, other serv
   });
   const get = (service: string) =>
     fetchToken(home.socket, { service, capability });
-  const expire = () => new Promise((resolve) => setTimeout(resolve, 2100));
+  const expire = () => home.advanceClock(2100);
 
-  await expire();
+  expire();
   as.setFailure({ mode: "garbage", endpoints: ["token"] });
   await assert.rejects(() => get("remote"), /answered no bearer token/);
   assert.equal((await get("other")).token, "other-secret");
   as.setFailure(null);
   assert.ok((await get("remote")).token);
 
-  await expire();
+  expire();
   await as.down();
   await assert.rejects(() => get("remote"), /cannot be reached/);
   assert.equal((await get("other")).token, "other-secret");
@@ -276,7 +276,7 @@ Deno.test("an AS that is down, slow or answers garbage: clear errors, other serv
   assert.ok((await get("remote")).token);
 
   // A refused refresh (invalid_grant): needs `sherlock auth`, the issuer kept.
-  await expire();
+  expire();
   as.setFailure({ mode: "invalid_grant" });
   await assert.rejects(
     () => get("remote"),
@@ -293,7 +293,7 @@ Deno.test("an AS that is down, slow or answers garbage: clear errors, other serv
 
   // Slow: a request waits at most the timeout; the other service meanwhile.
   assert.equal((await authorize(home)).code, 0);
-  await expire();
+  expire();
   as.setFailure({ mode: "slow", delayMs: 20_000, endpoints: ["token"] });
   const slow = get("remote").then(() => "served", (error) => error.message);
   const started = Date.now();
@@ -923,7 +923,7 @@ Deno.test("a confidential client: the secret from the store, by the method the m
         fetchToken(home.socket, { service: "remote", capability });
       const first = await get();
       assert.equal(await callRemote(remote.url, first.token), 200);
-      await new Promise((resolve) => setTimeout(resolve, 2100));
+      home.advanceClock(2100);
       const second = await get();
       assert.notEqual(second.token, first.token, "refreshed");
       assert.equal(await callRemote(remote.url, second.token), 200);
@@ -931,7 +931,7 @@ Deno.test("a confidential client: the secret from the store, by the method the m
       // The secret removed: the next refresh says which command to run.
       const removed = await home.sherlock(["secret", "rm", SECRET_NAME]);
       assert.equal(removed.code, 0, removed.stderr);
-      await new Promise((resolve) => setTimeout(resolve, 2100));
+      home.advanceClock(2100);
       await assert.rejects(
         get,
         (error: Error & { exitCode?: number }) =>
@@ -975,7 +975,7 @@ Deno.test("a registration that answers a client_secret: kept with it in the stor
   assert.equal(auth.code, 0, auth.stderr);
   assert.equal(as.counts.registration, 1);
   const capability = await session(home);
-  await new Promise((resolve) => setTimeout(resolve, 2100));
+  home.advanceClock(2100);
   const { token } = await fetchToken(home.socket, {
     service: "remote",
     capability,

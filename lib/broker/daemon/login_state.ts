@@ -16,6 +16,7 @@
 import { userInfo } from "node:os";
 import type { LoginAnswer, Whoami } from "../protocol.ts";
 import { OidcLogin } from "./oauth/oidc_login.ts";
+import type { Clock } from "./clock.ts";
 import {
   createStore,
   type SecretStore,
@@ -47,6 +48,8 @@ export interface LoginStateOptions {
    * was held (`oidc` when an OIDC login was, as for a logout).
    */
   onIdleLock: (provider: "local" | "oidc") => void;
+  /** The clock of the OIDC login's expiries (the system's when unset). */
+  clock?: Clock;
 }
 
 /** The login of one daemon. */
@@ -62,11 +65,12 @@ export class LoginState {
   #failures = 0;
   #lastFailure = 0;
   /** The login at the OpenID provider (`[login] provider = "oidc"`). */
-  readonly oidc: OidcLogin = new OidcLogin();
+  readonly oidc: OidcLogin;
 
   /** Starts logged out. */
   constructor(options: LoginStateOptions) {
     this.#options = options;
+    this.oidc = new OidcLogin({ clock: options.clock });
   }
 
   /** The unlocked store, or undefined when logged out. */

@@ -23,6 +23,7 @@ import type {
 import { BrokerRequestError } from "../request_error.ts";
 import { type SecretStore, StoreLockedError } from "../secret_store.ts";
 import { isFresh, type Token } from "../token_cache.ts";
+import { type Clock, systemClock } from "../clock.ts";
 import {
   readClient,
   readGrant,
@@ -148,8 +149,8 @@ interface UnstoredRotation {
 
 /** The OAuth state of one daemon: flows under way, access tokens. */
 export class OAuthClient {
-  /** The clock of the client-credentials path (injected by tests). */
-  readonly #now: () => number;
+  /** Every expiry, margin and poll interval (injected by tests). */
+  readonly #clock: Clock;
   /** Discovery of a client-credentials service, kept until a fetch fails. */
   #discovered = new Map<string, Discovered>();
   #flows = new Map<string, Flow>();
@@ -162,9 +163,9 @@ export class OAuthClient {
   /** Called when a service's grant changes: the broker drops its cache. */
   onGrantChange: (service: string) => void = () => {};
 
-  /** `now`: the clock of the client-credentials path (ms since the epoch). */
-  constructor(options: { now?: () => number } = {}) {
-    this.#now = options.now ?? Date.now;
+  /** `clock`: the daemon's (the system clock when unset). */
+  constructor(options: { clock?: Clock } = {}) {
+    this.#clock = options.clock ?? systemClock;
   }
 
   /**
@@ -177,7 +178,7 @@ export class OAuthClient {
   clientCredentialsToken(service: Service, store: SecretStore): Promise<Token> {
     const name = service.service.name;
     const held = this.#tokens.get(name);
-    if (held && isFresh(held, this.#now())) {
+    if (held && isFresh(held, this.#clock.now())) {
       return Promise.resolve({ token: held.token, expiresAt: held.expiresAt });
     }
     const running = this.#refreshing.get(name);
@@ -206,7 +207,7 @@ export class OAuthClient {
     }
     try {
       const { metadata } = discovered;
-      const fetchedAt = this.#now();
+      const fetchedAt = this.#clock.now();
       const answer = await requestClientCredentials({
         service,
         store,
@@ -248,7 +249,7 @@ export class OAuthClient {
     const name = service.service.name;
     const credential = service.token.client_key ?? service.token.client_secret;
     const held = this.#tokens.get(name);
-    const now = this.#now();
+    const now = this.#clock.now();
     return {
       service: name,
       authorized: store !== undefined && credential !== undefined &&
@@ -308,7 +309,9 @@ export class OAuthClient {
     const name = service.service.name;
     const held = this.#tokens.get(name);
     // A token without an expiry is served until a server refuses it.
-    if (held && (held.expiresAt === undefined || isFresh(held, Date.now()))) {
+    if (
+      held && (held.expiresAt === undefined || isFresh(held, this.#clock.now()))
+    ) {
       return Promise.resolve({ token: held.token, expiresAt: held.expiresAt });
     }
     const running = this.#refreshing.get(name);
@@ -388,7 +391,7 @@ export class OAuthClient {
       spent,
       refreshToken: tokens.refreshToken ?? spent,
       scopes: tokens.scopes,
-      token: memoryToken(tokens),
+      token: memoryToken(tokens, { now: this.#clock.now() }),
     };
     const kept = await this.#storeRotation(name, store, rotation);
     if (kept) return kept;
@@ -443,7 +446,9 @@ export class OAuthClient {
     this.#unstored.delete(name);
     if (!wrote) return undefined;
     const { token } = rotation;
-    if (token.expiresAt !== undefined && !isFresh(token, Date.now())) {
+    if (
+      token.expiresAt !== undefined && !isFresh(token, this.#clock.now())
+    ) {
       return undefined;
     }
     this.#tokens.set(name, token);
@@ -459,7 +464,7 @@ export class OAuthClient {
     tokens: { accessToken: string; expiresIn?: number },
     lasting = false,
   ): Token {
-    const held = memoryToken(tokens, lasting);
+    const held = memoryToken(tokens, { now: this.#clock.now(), lasting });
     this.#tokens.set(name, held);
     return { token: held.token, expiresAt: held.expiresAt };
   }
@@ -705,8 +710,10 @@ export class OAuthClient {
       authorization,
       form,
       signal: abort.signal,
-      deadline: Date.now() + AUTHORIZATION_TIMEOUT_MS,
+      deadline: this.#clock.now() + AUTHORIZATION_TIMEOUT_MS,
       retry: `sherlock auth --device ${flow.service}`,
+      now: this.#clock.now,
+      sleep: this.#clock.sleep,
     });
     answer.catch(() => {});
     const flowId = randomString(16);
@@ -853,7 +860,7 @@ export class OAuthClient {
       accessTokenExpiresAt: live && grant.accessToken !== undefined
         ? "never"
         : live && held?.expiresAt !== undefined &&
-            held.expiresAt > Date.now()
+            held.expiresAt > this.#clock.now()
         ? new Date(held.expiresAt).toISOString()
         : null,
       refreshToken: live && grant.refreshToken !== undefined,
@@ -1069,10 +1076,10 @@ export class OAuthClient {
  */
 function memoryToken(
   tokens: { accessToken: string; expiresIn?: number },
-  lasting = false,
+  options: { now: number; lasting?: boolean },
 ): MemoryToken {
-  const fetchedAt = Date.now();
-  const expiresAt = lasting
+  const fetchedAt = options.now;
+  const expiresAt = options.lasting
     ? undefined
     : fetchedAt + (tokens.expiresIn ?? ASSUMED_LIFETIME_S) * 1000;
   return { token: tokens.accessToken, expiresAt, fetchedAt };

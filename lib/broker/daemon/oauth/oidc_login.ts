@@ -16,6 +16,7 @@
 import type { OidcFinished, OidcLoginStatus } from "../../protocol.ts";
 import { BrokerRequestError } from "../request_error.ts";
 import { isFresh, type Token } from "../token_cache.ts";
+import { type Clock, systemClock } from "../clock.ts";
 import {
   AUTHORIZATION_TIMEOUT_MS,
   type StartedFlow,
@@ -122,11 +123,18 @@ interface Held {
 
 /** The OIDC login of one daemon. */
 export class OidcLogin {
+  /** Every expiry and poll interval (injected by tests). */
+  readonly #clock: Clock;
   #held: Held | undefined;
   #flows = new Map<string, PendingLogin>();
   #refreshing: Promise<Held> | undefined;
   /** Every use of the refresh token, one after another (rotation). */
   #queue: Promise<unknown> = Promise.resolve();
+
+  /** `clock`: the daemon's (the system clock when unset). */
+  constructor(options: { clock?: Clock } = {}) {
+    this.#clock = options.clock ?? systemClock;
+  }
 
   /** True while a login is held (its refresh may still fail). */
   get loggedIn(): boolean {
@@ -263,8 +271,10 @@ export class OidcLogin {
         client: publicClient(config.clientId),
         authorization,
         signal: abort.signal,
-        deadline: Date.now() + AUTHORIZATION_TIMEOUT_MS,
+        deadline: this.#clock.now() + AUTHORIZATION_TIMEOUT_MS,
         retry: "sherlock login --device",
+        now: this.#clock.now,
+        sleep: this.#clock.sleep,
       });
       answer.catch(() => {});
       this.#flows.set(flowId, {
@@ -417,7 +427,7 @@ export class OidcLogin {
       expiresAt: held.accessExpiresAt,
       fetchedAt: held.accessFetchedAt,
     };
-    if (isFresh(entry, Date.now())) {
+    if (isFresh(entry, this.#clock.now())) {
       return Promise.resolve(held);
     }
     this.#refreshing ??= this.#serial(() => this.#refresh()).finally(() => {
@@ -518,8 +528,8 @@ export class OidcLogin {
       claims,
       idToken,
       accessToken: tokens.accessToken,
-      accessExpiresAt: expiry(tokens.expiresIn),
-      accessFetchedAt: Date.now(),
+      accessExpiresAt: expiry(tokens.expiresIn, this.#clock.now()),
+      accessFetchedAt: this.#clock.now(),
       refreshToken: tokens.refreshToken ?? held.refreshToken,
       ...(held.workload && idToken !== held.idToken
         ? { workload: { claimsFrom: "id_token" as const } }
@@ -542,8 +552,8 @@ export class OidcLogin {
     this.#held = {
       ...rest,
       accessToken: tokens.accessToken,
-      accessExpiresAt: expiry(tokens.expiresIn),
-      accessFetchedAt: Date.now(),
+      accessExpiresAt: expiry(tokens.expiresIn, this.#clock.now()),
+      accessFetchedAt: this.#clock.now(),
       refreshToken: tokens.refreshToken,
       since: new Date(),
     };
@@ -688,8 +698,8 @@ async function validate(
   }
 }
 
-function expiry(expiresIn: number | undefined): number {
-  return Date.now() + (expiresIn ?? ASSUMED_LIFETIME_S) * 1000;
+function expiry(expiresIn: number | undefined, now: number): number {
+  return now + (expiresIn ?? ASSUMED_LIFETIME_S) * 1000;
 }
 
 /** `not_logged_in`: the client adds `run "sherlock login"`. */

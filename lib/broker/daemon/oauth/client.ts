@@ -41,6 +41,8 @@ import {
   requestDeviceAuthorization,
 } from "./device_grant.ts";
 import { failed, type JsonAnswer, origin, requestJson } from "./http.ts";
+import { type GrantStorage, refreshGrant } from "./refresher.ts";
+import { revokeToken } from "./token_endpoint.ts";
 import { signedInAs } from "./id_token.ts";
 import { requestClientCredentials } from "./client_credentials.ts";
 import {
@@ -349,55 +351,87 @@ export class OAuthClient {
     if (grant.accessToken) {
       return this.#keep(name, { accessToken: grant.accessToken }, true);
     }
-    const spent = grant.refreshToken;
-    if (!spent) throw needsAuthorization(name);
-    const client = clientAuthentication({
-      clientId: grant.clientId,
-      clientSecret: clientSecret(grant, store, name),
-      method: grant.clientAuth,
-    });
-    const form: Record<string, string> = {
-      grant_type: "refresh_token",
-      refresh_token: spent,
-      ...client.form,
-    };
-    if (grant.resource !== null) form.resource = grant.resource;
-    const answer = await requestJson(grant.tokenEndpoint, {
-      form,
-      headers: client.headers,
-    });
-    const json = answer.json as Record<string, unknown> | undefined;
-    if (answer.status === 400 && json?.error === "invalid_grant") {
-      // The grant is dead (revoked, expired, a reused refresh token); keep
-      // the rest (issuer, client) for `sherlock auth` — unless the grant
-      // on disk is no longer the one refused (`sherlock auth` replaced
-      // it): a dead grant never overwrites a newer one.
-      const dead = await updateGrant(
-        store,
-        name,
-        (current) =>
-          current?.refreshToken === spent
-            ? { ...current, refreshToken: undefined, needsAuthorization: true }
-            : undefined,
-      );
-      if (dead) {
-        this.#tokens.delete(name);
-        throw needsAuthorization(name);
-      }
-      return this.#refreshAlone(name, store);
+    if (!grant.refreshToken) throw needsAuthorization(name);
+    let kept: Token | undefined;
+    const outcome = await refreshGrant(
+      this.#grantStorage(name, store, (token) => kept = token),
+    );
+    if (outcome.kind === "dead") {
+      this.#tokens.delete(name);
+      throw needsAuthorization(name);
     }
-    const tokens = tokenAnswer(answer, grant.tokenEndpoint);
-    const rotation: UnstoredRotation = {
-      spent,
-      refreshToken: tokens.refreshToken ?? spent,
-      scopes: tokens.scopes,
-      token: memoryToken(tokens, { now: this.#clock.now() }),
-    };
-    const kept = await this.#storeRotation(name, store, rotation);
+    // `sherlock auth` or a revoke replaced the grant meanwhile: what it
+    // holds now decides.
+    if (outcome.kind === "none") return this.#refreshAlone(name, store);
     if (kept) return kept;
-    // `sherlock auth` or a revoke replaced the grant meanwhile: this token
-    // is of the old one. Theirs, if any, is served instead.
-    return this.#refreshAlone(name, store);
+    // An error answer: its one line.
+    tokenAnswer(outcome.answer, grant.tokenEndpoint);
+    throw failed(
+      `the token endpoint at ${origin(grant.tokenEndpoint)} answered no token`,
+    );
+  }
+
+  /**
+   * `name`'s grant in the store, for the one refresh (`refresher.ts`):
+   * read from disk at each turn, written by compare and swap. `kept`
+   * receives the access token of a rotation that was stored.
+   */
+  #grantStorage(
+    name: string,
+    store: SecretStore,
+    kept: (token: Token) => void,
+  ): GrantStorage {
+    let endpoint = "";
+    return {
+      read: async () => {
+        await store.reload();
+        const grant = readGrant(store, name);
+        if (
+          !grant?.refreshToken || grant.needsAuthorization || grant.accessToken
+        ) {
+          return undefined;
+        }
+        endpoint = grant.tokenEndpoint;
+        return {
+          refreshToken: grant.refreshToken,
+          resource: grant.resource,
+          server: {
+            issuer: grant.issuer,
+            tokenEndpoint: grant.tokenEndpoint,
+          },
+          client: {
+            clientId: grant.clientId,
+            clientSecret: clientSecret(grant, store, name),
+            method: grant.clientAuth,
+          },
+        };
+      },
+      keep: async (spent, answer) => {
+        const tokens = tokenAnswer(answer, endpoint);
+        const token = await this.#storeRotation(name, store, {
+          spent,
+          refreshToken: tokens.refreshToken ?? spent,
+          scopes: tokens.scopes,
+          token: memoryToken(tokens, { now: this.#clock.now() }),
+        });
+        if (token) kept(token);
+        return token !== undefined;
+      },
+      // Keeps the rest (issuer, client) for `sherlock auth`.
+      markDead: (spent) =>
+        updateGrant(
+          store,
+          name,
+          (current) =>
+            current?.refreshToken === spent
+              ? {
+                ...current,
+                refreshToken: undefined,
+                needsAuthorization: true,
+              }
+              : undefined,
+        ),
+    };
   }
 
   /**
@@ -886,25 +920,29 @@ export class OAuthClient {
     this.#unstored.delete(service);
     const credential = unstored ?? grant?.refreshToken ?? grant?.accessToken;
     if (grant?.revocationEndpoint && credential) {
+      let secret: string | undefined | null;
       try {
-        const client = clientAuthentication({
-          clientId: grant.clientId,
-          clientSecret: clientSecret(grant, store, service),
-          method: grant.clientAuth,
-        });
-        const answer = await requestJson(grant.revocationEndpoint, {
-          form: {
-            token: credential,
-            token_type_hint: unstored ?? grant.refreshToken
-              ? "refresh_token"
-              : "access_token",
-            ...client.form,
-          },
-          headers: client.headers,
-        });
-        revokedAtServer = answer.status === 200;
+        secret = clientSecret(grant, store, service);
       } catch {
-        // Forget it here all the same: the operator asked for that.
+        // Its secret is not stored: not revoked there, forgotten here.
+        secret = null;
+      }
+      if (secret !== null) {
+        revokedAtServer = await revokeToken({
+          server: {
+            issuer: grant.issuer,
+            revocationEndpoint: grant.revocationEndpoint,
+          },
+          client: {
+            clientId: grant.clientId,
+            clientSecret: secret,
+            method: grant.clientAuth,
+          },
+          token: credential,
+          hint: unstored ?? grant.refreshToken
+            ? "refresh_token"
+            : "access_token",
+        });
       }
     }
     const forgotten = await removeGrant(store, service);

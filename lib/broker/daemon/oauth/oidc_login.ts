@@ -29,6 +29,12 @@ import {
 } from "./device_grant.ts";
 import { failed, type JsonAnswer, origin, requestJson } from "./http.ts";
 import {
+  type GrantStorage,
+  refreshGrant,
+  rotatedRefreshToken,
+} from "./refresher.ts";
+import { revokeToken } from "./token_endpoint.ts";
+import {
   type IdTokenClaims,
   IdTokenError,
   type Jwk,
@@ -452,27 +458,55 @@ export class OidcLogin {
           `the login at ${held.config.issuer} holds no refresh token ("offline_access" in [login] scopes)`,
         );
       }
-      const answer = await requestJson(held.provider.metadata.tokenEndpoint, {
-        form: {
-          ...form,
-          grant_type: "refresh_token",
-          refresh_token: held.refreshToken,
-          client_id: held.config.clientId,
-        },
+      const outcome = await refreshGrant(this.#grantStorage(), {
+        parameters: form,
       });
-      const json = answer.json as Record<string, unknown> | undefined;
-      if (answer.status === 400 && json?.error === "invalid_grant") {
-        this.#forget(held);
+      if (outcome.kind === "dead") {
         throw notLoggedIn(`the login at ${held.config.issuer} has expired`);
       }
-      if (
-        answer.status === 200 && typeof json?.refresh_token === "string" &&
-        this.#held === held
-      ) {
-        this.#held = { ...held, refreshToken: json.refresh_token };
-      }
-      return answer;
+      if (outcome.kind === "none") throw notLoggedIn();
+      return outcome.answer;
     });
+  }
+
+  /**
+   * The login's grant, in memory, for the one refresh (`refresher.ts`):
+   * read at its turn; a rotation kept only while the login is the one
+   * refreshed (a logout or a new login meanwhile wins).
+   */
+  #grantStorage(): GrantStorage {
+    return {
+      read: () => {
+        const held = this.#held;
+        return Promise.resolve(
+          held?.refreshToken
+            ? {
+              refreshToken: held.refreshToken,
+              server: {
+                issuer: held.config.issuer,
+                tokenEndpoint: held.provider.metadata.tokenEndpoint,
+              },
+              client: { clientId: held.config.clientId },
+            }
+            : undefined,
+        );
+      },
+      keep: (spent, answer) => {
+        const held = this.#held;
+        if (!held || held.refreshToken !== spent) return Promise.resolve(false);
+        this.#held = {
+          ...held,
+          refreshToken: rotatedRefreshToken(answer, spent),
+        };
+        return Promise.resolve(true);
+      },
+      markDead: (spent) => {
+        const held = this.#held;
+        if (!held || held.refreshToken !== spent) return Promise.resolve(false);
+        this.#held = undefined;
+        return Promise.resolve(true);
+      },
+    };
   }
 
   /** Runs `task` after every earlier use of the refresh token. */
@@ -491,26 +525,23 @@ export class OidcLogin {
       this.#forget(held);
       throw expired(held);
     }
-    const answer = await requestJson(provider.metadata.tokenEndpoint, {
-      form: {
-        grant_type: "refresh_token",
-        refresh_token: held.refreshToken,
-        client_id: config.clientId,
-      },
-    });
-    const json = answer.json as Record<string, unknown> | undefined;
-    if (answer.status === 400 && json?.error === "invalid_grant") {
-      this.#forget(held);
-      throw expired(held);
-    }
+    const outcome = await refreshGrant(this.#grantStorage());
+    if (outcome.kind === "dead") throw expired(held);
+    if (outcome.kind === "none") throw notLoggedIn();
+    const { answer } = outcome;
     const tokens = tokenAnswer(answer, provider.metadata.tokenEndpoint);
+    const json = answer.json as Record<string, unknown> | undefined;
+    // The rotated refresh token is held already (`keep`): reusing a spent
+    // one revokes the grant at many providers.
+    const rotated = this.#held;
+    if (!rotated) throw notLoggedIn();
     let { claims, idToken } = held;
     if (typeof json?.id_token === "string") {
       const renewed = await validate(json.id_token, { config, provider });
       // A workload login's first claims may be the CI platform's.
       const named = !held.workload || held.workload.claimsFrom === "id_token";
       if (named && renewed.sub !== held.claims.sub) {
-        this.#forget(held);
+        this.#forget(rotated);
         throw failed(
           `the provider ${config.issuer} renewed the login for another subject; run "sherlock login" again`,
         );
@@ -519,18 +550,14 @@ export class OidcLogin {
       idToken = json.id_token;
     }
     // A logout meanwhile: what came back is not kept.
-    if (this.#held !== held) throw notLoggedIn();
-    // The rotated refresh token replaces the spent one before the new
-    // access token is handed out: reusing a spent one revokes the grant at
-    // many providers.
+    if (this.#held !== rotated) throw notLoggedIn();
     const next: Held = {
-      ...held,
+      ...rotated,
       claims,
       idToken,
       accessToken: tokens.accessToken,
       accessExpiresAt: expiry(tokens.expiresIn, this.#clock.now()),
       accessFetchedAt: this.#clock.now(),
-      refreshToken: tokens.refreshToken ?? held.refreshToken,
       ...(held.workload && idToken !== held.idToken
         ? { workload: { claimsFrom: "id_token" as const } }
         : {}),
@@ -572,25 +599,15 @@ export class OidcLogin {
     const held = this.#held;
     this.clear();
     if (!held) return { wasLoggedIn: false, revokedAtServer: false };
-    const endpoint = held.provider.metadata.revocationEndpoint;
-    const token = held.refreshToken ?? held.accessToken;
-    let revokedAtServer = false;
-    if (endpoint) {
-      try {
-        const answer = await requestJson(endpoint, {
-          form: {
-            token,
-            token_type_hint: held.refreshToken
-              ? "refresh_token"
-              : "access_token",
-            client_id: held.config.clientId,
-          },
-        });
-        revokedAtServer = answer.status === 200;
-      } catch {
-        // Forgotten here all the same: the operator asked for that.
-      }
-    }
+    const revokedAtServer = await revokeToken({
+      server: {
+        issuer: held.config.issuer,
+        revocationEndpoint: held.provider.metadata.revocationEndpoint,
+      },
+      client: { clientId: held.config.clientId },
+      token: held.refreshToken ?? held.accessToken,
+      hint: held.refreshToken ? "refresh_token" : "access_token",
+    });
     return { wasLoggedIn: true, revokedAtServer };
   }
 

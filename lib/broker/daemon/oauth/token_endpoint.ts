@@ -1,0 +1,128 @@
+/**
+ * The refresh-token grant and revocation (RFC 6749 §6, RFC 7009) as
+ * `oauth4webapi` sends them: its request builders, with the client
+ * authentication it implements (`client_secret_basic` form-encoded as RFC
+ * 6749 §2.3.1 says, `client_secret_post`, or a public client's
+ * `client_id`), over {@linkcode boundedFetch} — so the daemon's scheme,
+ * redirect, time and size rules hold for these requests as for its own.
+ * Token answers are read by the caller (`tokenAnswer`, `readIssued`):
+ * every grant's answer goes through one reader, lenient where servers are
+ * known to differ (GitHub's errors with HTTP 200, comma-separated scopes).
+ *
+ * @module
+ */
+
+import {
+  allowInsecureRequests,
+  type AuthorizationServer,
+  type ClientAuth,
+  ClientSecretBasic,
+  ClientSecretPost,
+  customFetch,
+  None,
+  processRevocationResponse,
+  refreshTokenGrantRequest,
+  revocationRequest,
+} from "oauth4webapi";
+import { boundedFetch, type JsonAnswer, readJsonAnswer } from "./http.ts";
+import type { ClientAuthMethod } from "./rules.ts";
+
+/** Who the client is at an authorization server, and how it proves it. */
+export interface TokenClient {
+  clientId: string;
+  /** The secret's value; absent for a public client. */
+  clientSecret?: string;
+  /** How the secret is sent; absent for a public client. */
+  method?: ClientAuthMethod;
+}
+
+/** The authorization server a request goes to. */
+export interface TokenServer {
+  issuer: string;
+  tokenEndpoint?: string;
+  revocationEndpoint?: string;
+}
+
+/**
+ * Sends a refresh-token grant and returns the answer, whatever its status,
+ * for the caller to read. `parameters`: more form fields (`resource`,
+ * `scope`, `audience`; a key may repeat).
+ */
+export async function requestRefresh(options: {
+  server: TokenServer;
+  client: TokenClient;
+  refreshToken: string;
+  parameters?: URLSearchParams | Record<string, string>;
+}): Promise<JsonAnswer> {
+  const { server, client } = options;
+  const response = await refreshTokenGrantRequest(
+    authorizationServer(server),
+    { client_id: client.clientId },
+    clientAuth(client),
+    options.refreshToken,
+    { additionalParameters: options.parameters, ...HTTP },
+  );
+  return await readJsonAnswer(response);
+}
+
+/**
+ * Revokes `token` at the server's revocation endpoint (RFC 7009). True
+ * when the server answered 200; false when it has no endpoint, refused,
+ * or could not be reached — the caller forgets the grant all the same.
+ */
+export async function revokeToken(options: {
+  server: TokenServer;
+  client: TokenClient;
+  token: string;
+  hint: "refresh_token" | "access_token";
+}): Promise<boolean> {
+  if (!options.server.revocationEndpoint) return false;
+  try {
+    const response = await revocationRequest(
+      authorizationServer(options.server),
+      { client_id: options.client.clientId },
+      clientAuth(options.client),
+      options.token,
+      {
+        additionalParameters: { token_type_hint: options.hint },
+        ...HTTP,
+      },
+    );
+    await processRevocationResponse(response);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The HTTP options of every request: the daemon's bounded fetch, which
+ * also decides the scheme (https, or http on a loopback host), so
+ * oauth4webapi's own https-only check is turned off.
+ */
+const HTTP = {
+  [customFetch]: (url: string, init: RequestInit) =>
+    boundedFetch(url, {
+      method: init.method,
+      headers: init.headers,
+      body: init.body,
+    }),
+  [allowInsecureRequests]: true,
+} as const;
+
+function authorizationServer(server: TokenServer): AuthorizationServer {
+  return {
+    issuer: server.issuer,
+    token_endpoint: server.tokenEndpoint,
+    revocation_endpoint: server.revocationEndpoint,
+  };
+}
+
+function clientAuth(client: TokenClient): ClientAuth {
+  if (client.clientSecret === undefined || client.method === undefined) {
+    return None();
+  }
+  return client.method === "client_secret_post"
+    ? ClientSecretPost(client.clientSecret)
+    : ClientSecretBasic(client.clientSecret);
+}

@@ -102,6 +102,10 @@ export async function authCommand(args: readonly string[]): Promise<number> {
       result.signedInAs ? ` as ${result.signedInAs}` : ""
     }${
       result.scopes.length > 0 ? ` (scopes: ${result.scopes.join(" ")})` : ""
+    }${
+      result.reRegisteredFrom
+        ? `; re-registered: its authorization server was ${result.reRegisteredFrom}`
+        : ""
     }`,
   );
   return 0;

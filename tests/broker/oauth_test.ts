@@ -213,16 +213,32 @@ Deno.test("resource is sent: without it the server refuses", async () => {
   assert.equal(urlsOpened(log)[0].searchParams.get("resource"), null);
 });
 
-Deno.test("a changed issuer gets a new registration; a down server a clear error", async () => {
+Deno.test("a changed issuer gets a new registration, said on auth's line; a down server a clear error", async () => {
   await using s = await setup();
-  assert.equal((await authorize(s.home)).code, 0);
+  const first = await authorize(s.home);
+  assert.equal(first.code, 0);
   assert.equal(s.as.counts.registration, 1);
+  assert.doesNotMatch(first.stdout, /re-registered/);
+  const before = s.as.issuer;
   await s.as.changeIssuer();
   s.as.resetCounts();
   const again = await authorize(s.home);
   assert.equal(again.code, 0, again.stderr);
   assert.equal(s.as.counts.registration, 1, "registered at the new issuer");
   assert.match(again.stdout, /issuer-/);
+  // SEP-2352: the client of one server is never reused at another.
+  assert.ok(
+    again.stdout.trimEnd().endsWith(
+      `; re-registered: its authorization server was ${before}`,
+    ),
+    again.stdout,
+  );
+  // The same server again: its registration reused, nothing said.
+  s.as.resetCounts();
+  const third = await authorize(s.home);
+  assert.equal(third.code, 0, third.stderr);
+  assert.equal(s.as.counts.registration, 0);
+  assert.doesNotMatch(third.stdout, /re-registered/);
 
   await s.as.down();
   const down = await authorize(s.home);

@@ -42,7 +42,7 @@ import {
 } from "./device_grant.ts";
 import { failed, type JsonAnswer, origin, requestJson } from "./http.ts";
 import { type GrantStorage, refreshGrant } from "./refresher.ts";
-import { revokeToken } from "./token_endpoint.ts";
+import { requestCode, revokeToken } from "./token_endpoint.ts";
 import { signedInAs } from "./id_token.ts";
 import { requestClientCredentials } from "./client_credentials.ts";
 import {
@@ -102,6 +102,8 @@ interface FlowTarget {
   scopes: string[];
   /** The scopes of a step-up this flow asks for (a 403's). */
   stepUp: string[];
+  /** The earlier grant's issuer, when the client was registered anew here. */
+  reRegisteredFrom?: string;
 }
 
 /** A browser flow: the loopback listener waits for the redirect. */
@@ -554,10 +556,19 @@ export class OAuthClient {
         `the authorization server ${metadata.issuer} does not advertise PKCE S256; sherlock refuses to authorize without it`,
       );
     }
-    const client = await this.#client(service, metadata, store, {
-      device: options.device === true,
-    });
+    const { registered, ...client } = await this.#client(
+      service,
+      metadata,
+      store,
+      { device: options.device === true },
+    );
     const held = readGrant(store, name);
+    // A registration is kept per issuer: a grant of another server, and a
+    // registration made now, mean the server's issuer changed.
+    const reRegisteredFrom =
+      registered && held && held.issuer !== metadata.issuer
+        ? held.issuer
+        : undefined;
     const stepUp = held?.scopesNeeded ?? [];
     const scopes = chooseScopes({
       challenge: discovered.challengeScope,
@@ -583,6 +594,7 @@ export class OAuthClient {
         resource,
         scopes,
         stepUp,
+        reRegisteredFrom,
       }, store);
       return { ...started, ...note };
     }
@@ -627,6 +639,7 @@ export class OAuthClient {
       resource,
       scopes,
       stepUp,
+      reRegisteredFrom,
       verifier,
       state,
       redirectUri,
@@ -680,26 +693,26 @@ export class OAuthClient {
     if ("problem" in checked) {
       throw failed(`${checked.problem}${ignoredNote(ignored)}`);
     }
-    const client = clientAuthentication({
-      clientId: flow.client.clientId,
-      clientSecret: clientSecret(
-        { ...flow.client, issuer: flow.issuer },
-        store(),
-        flow.service,
-      ),
-      method: flow.client.clientAuth,
-    });
-    const form: Record<string, string> = {
-      grant_type: "authorization_code",
-      code: checked.code,
-      redirect_uri: flow.redirectUri,
-      code_verifier: flow.verifier,
-      ...client.form,
-    };
-    if (flow.resource !== null) form.resource = flow.resource;
-    const answer = await requestJson(flow.metadata.tokenEndpoint, {
-      form,
-      headers: client.headers,
+    const answer = await requestCode({
+      server: {
+        issuer: flow.issuer,
+        tokenEndpoint: flow.metadata.tokenEndpoint,
+        issParameterSupported: flow.metadata.issParameterSupported,
+      },
+      client: {
+        clientId: flow.client.clientId,
+        clientSecret: clientSecret(
+          { ...flow.client, issuer: flow.issuer },
+          store(),
+          flow.service,
+        ),
+        method: flow.client.clientAuth,
+      },
+      response: query,
+      state: flow.state,
+      redirectUri: flow.redirectUri,
+      verifier: flow.verifier,
+      parameters: flow.resource !== null ? { resource: flow.resource } : {},
     });
     const status = await this.#keepGrant(flow, answer, store);
     const who = signedInAs(
@@ -710,6 +723,9 @@ export class OAuthClient {
       ...status,
       ...(who !== undefined ? { signedInAs: who } : {}),
       ...(ignored > 0 ? { ignoredRequests: ignored } : {}),
+      ...(flow.reRegisteredFrom
+        ? { reRegisteredFrom: flow.reRegisteredFrom }
+        : {}),
     };
   }
 
@@ -773,9 +789,12 @@ export class OAuthClient {
     flowId: string,
     flow: DeviceFlow,
     store: () => SecretStore,
-  ): Promise<OAuthServiceStatus> {
+  ): Promise<OAuthFinished> {
     try {
-      return await this.#keepGrant(flow, await flow.answer, store);
+      const status = await this.#keepGrant(flow, await flow.answer, store);
+      return flow.reRegisteredFrom
+        ? { ...status, reRegisteredFrom: flow.reRegisteredFrom }
+        : status;
     } finally {
       this.#deviceFlows.delete(flowId);
     }
@@ -998,7 +1017,7 @@ export class OAuthClient {
     metadata: ServerMetadata,
     store: SecretStore,
     options: { device: boolean; jwtBearer?: boolean },
-  ): Promise<ClientIdentity> {
+  ): Promise<ClientIdentity & { registered?: boolean }> {
     const { token } = service;
     const name = service.service.name;
     if (token.client_id && token.client_secret) {
@@ -1104,7 +1123,11 @@ export class OAuthClient {
       deviceGrant: metadata.deviceAuthorizationEndpoint !== undefined,
       jwtBearer,
     });
-    return { clientId: json.client_id, ...(clientAuth ? { clientAuth } : {}) };
+    return {
+      clientId: json.client_id,
+      ...(clientAuth ? { clientAuth } : {}),
+      registered: true,
+    };
   }
 }
 

@@ -33,7 +33,7 @@ import {
   refreshGrant,
   rotatedRefreshToken,
 } from "./refresher.ts";
-import { revokeToken } from "./token_endpoint.ts";
+import { requestCode, revokeToken } from "./token_endpoint.ts";
 import {
   type IdTokenClaims,
   IdTokenError,
@@ -365,14 +365,17 @@ export class OidcLogin {
         if ("problem" in checked) {
           throw failed(`${checked.problem}${ignoredNote(ignored)}`);
         }
-        answer = await requestJson(provider.metadata.tokenEndpoint, {
-          form: {
-            grant_type: "authorization_code",
-            code: checked.code,
-            redirect_uri: listener.redirectUri,
-            client_id: config.clientId,
-            code_verifier: verifier,
+        answer = await requestCode({
+          server: {
+            issuer: config.issuer,
+            tokenEndpoint: provider.metadata.tokenEndpoint,
+            issParameterSupported: provider.metadata.issParameterSupported,
           },
+          client: { clientId: config.clientId },
+          response: query,
+          state,
+          redirectUri: listener.redirectUri,
+          verifier,
         });
       } else {
         answer = await flow.device!.answer;

@@ -1,5 +1,6 @@
 /**
- * The refresh-token grant and revocation (RFC 6749 §6, RFC 7009) as
+ * The authorization-code grant with PKCE (RFC 6749 §4.1, RFC 7636), the
+ * refresh-token grant and revocation (RFC 6749 §6, RFC 7009) as
  * `oauth4webapi` sends them: its request builders, with the client
  * authentication it implements (`client_secret_basic` form-encoded as RFC
  * 6749 §2.3.1 says, `client_secret_post`, or a public client's
@@ -14,6 +15,7 @@
 
 import {
   allowInsecureRequests,
+  authorizationCodeGrantRequest,
   type AuthorizationServer,
   type ClientAuth,
   ClientSecretBasic,
@@ -23,9 +25,15 @@ import {
   processRevocationResponse,
   refreshTokenGrantRequest,
   revocationRequest,
+  validateAuthResponse,
 } from "oauth4webapi";
-import { boundedFetch, type JsonAnswer, readJsonAnswer } from "./http.ts";
-import type { ClientAuthMethod } from "./rules.ts";
+import {
+  boundedFetch,
+  failed,
+  type JsonAnswer,
+  readJsonAnswer,
+} from "./http.ts";
+import { type ClientAuthMethod, oneLine } from "./rules.ts";
 
 /** Who the client is at an authorization server, and how it proves it. */
 export interface TokenClient {
@@ -41,6 +49,57 @@ export interface TokenServer {
   issuer: string;
   tokenEndpoint?: string;
   revocationEndpoint?: string;
+}
+
+/**
+ * Exchanges the code of an authorization response for tokens (PKCE's
+ * verifier, the redirect URI the request named) and returns the answer,
+ * whatever its status, for the caller to read. The response is checked
+ * first (`checkAuthorizationResponse`: state, RFC 9207's `iss` against the
+ * issuer recorded with the verifier, unnormalised); oauth4webapi checks it
+ * again before it sends the code. `parameters`: more form fields
+ * (`resource`).
+ */
+export async function requestCode(options: {
+  server: TokenServer & { issParameterSupported?: boolean };
+  client: TokenClient;
+  response: URLSearchParams;
+  state: string;
+  redirectUri: string;
+  verifier: string;
+  parameters?: URLSearchParams | Record<string, string>;
+}): Promise<JsonAnswer> {
+  const { server, client } = options;
+  const as: AuthorizationServer = {
+    ...authorizationServer(server),
+    authorization_response_iss_parameter_supported:
+      server.issParameterSupported,
+  };
+  let callback: URLSearchParams;
+  try {
+    callback = validateAuthResponse(
+      as,
+      { client_id: client.clientId },
+      options.response,
+      options.state,
+    );
+  } catch (error) {
+    throw failed(
+      `the authorization response was refused: ${
+        oneLine(error instanceof Error ? error.message : String(error))
+      }`,
+    );
+  }
+  const response = await authorizationCodeGrantRequest(
+    as,
+    { client_id: client.clientId },
+    clientAuth(client),
+    callback,
+    options.redirectUri,
+    options.verifier,
+    { additionalParameters: options.parameters, ...HTTP },
+  );
+  return await readJsonAnswer(response);
 }
 
 /**

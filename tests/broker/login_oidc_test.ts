@@ -24,7 +24,7 @@ import {
 import { filesContaining } from "../helpers/leaks.ts";
 import { WHOAMI_JSON } from "../../lib/cli/json_shapes.ts";
 import { startSherlock } from "../helpers/sherlock.ts";
-import { waitUntil } from "../helpers/wait.ts";
+import { waitUntil, whileAdvancing } from "../helpers/wait.ts";
 import { offsetClock } from "../../lib/broker/daemon/clock.ts";
 import {
   type OidcConfig,
@@ -228,7 +228,7 @@ Deno.test("sherlock login --local still unlocks the store; --device signs in wit
   );
   assert.equal(as.counts.authorization, 0, "no browser flow");
   await as.approveDevice(userCode);
-  const result = await running.result;
+  const result = await whileAdvancing(home, running.result);
   assert.equal(result.code, 0, result.stderr);
   assert.match(result.stdout, /^logged in: tester@example\.test/);
   const who = await home.sherlock(["whoami"]);
@@ -254,7 +254,7 @@ Deno.test("over SSH without a display, sherlock login uses the device grant; a r
     "the device grant's user code",
   );
   await as.approveDevice(url);
-  const result = await running.result;
+  const result = await whileAdvancing(home, running.result);
   assert.equal(result.code, 0, result.stderr);
 
   const stop = await home.sherlock(["broker", "stop"]);
@@ -377,7 +377,7 @@ Deno.test("idle_timeout ends an OIDC login too, and the audit log says which pro
     "the device grant's user code",
   );
   await as.approveDevice(userCode);
-  const result = await running.result;
+  const result = await whileAdvancing(home, running.result);
   assert.equal(result.code, 0, result.stderr);
 
   await waitUntil(

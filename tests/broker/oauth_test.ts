@@ -38,7 +38,7 @@ import { AUTH_ERROR_CODE } from "../../lib/bridge/relay.ts";
 import { CAPABILITY_ENV } from "../../lib/render/servers.ts";
 import { INITIALIZE, startRawBridge } from "../helpers/raw_bridge.ts";
 import { startSherlock } from "../helpers/sherlock.ts";
-import { waitUntil } from "../helpers/wait.ts";
+import { waitUntil, whileAdvancing } from "../helpers/wait.ts";
 import { filesContaining } from "../helpers/leaks.ts";
 import { sh } from "../helpers/shell.ts";
 import { runSherlockOnPty } from "../helpers/terminal.ts";
@@ -1140,7 +1140,7 @@ Deno.test("auth --device: the operator approves elsewhere; the broker polls, kee
   assert.equal(as.counts.authorization, 0);
   const approved = await as.approveDevice(userCode);
   assert.match(approved.page, /device approved/);
-  const result = await running.result;
+  const result = await whileAdvancing(home, running.result);
   assert.equal(result.code, 0, result.stderr);
   assert.match(result.stdout, /^authorized remote at http:\/\/127\.0\.0\.1/);
   assert.ok(as.counts.device_authorization >= 1);
@@ -1166,7 +1166,7 @@ Deno.test("auth --device: refused at the server is 77; no device endpoint is 78"
     await using s = await setup();
     const { running, url } = await startDeviceAuth(s.home);
     await s.as.approveDevice(url, { decision: "deny" });
-    const result = await running.result;
+    const result = await whileAdvancing(s.home, running.result);
     assert.equal(result.code, 77, result.stderr);
     assert.match(
       result.stderr,

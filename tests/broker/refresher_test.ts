@@ -71,7 +71,7 @@ function memoryStorage(
           resource: "https://mcp.example/mcp",
           server: { issuer: base, tokenEndpoint: `${base}/token` },
           client: {
-            clientId: "the client",
+            clientId: "pre-registered client",
             clientSecret: "p@ss:word",
             method: "client_secret_basic",
           },
@@ -130,10 +130,11 @@ Deno.test("refreshGrant: the request oauth4webapi sends, the rotation kept befor
   assert.equal(request.form.get("refresh_token"), "rt-1");
   assert.equal(request.form.get("resource"), "https://mcp.example/mcp");
   assert.equal(request.form.get("scope"), "a b");
-  // RFC 6749 §2.3.1: both form-encoded before Basic ("the+client:p%40ss%3Aword").
+  // RFC 6749 §2.3.1: both form-encoded before Basic, as the form serializer
+  // does: `-` kept (a server that compares without decoding refuses %2D).
   assert.equal(
     request.authorization,
-    `Basic ${btoa("the+client:p%40ss%3Aword")}`,
+    `Basic ${btoa("pre-registered+client:p%40ss%3Aword")}`,
   );
   assert.equal(request.form.get("client_secret"), null);
 });

@@ -1,10 +1,10 @@
 /**
  * The authorization-code grant with PKCE (RFC 6749 §4.1, RFC 7636), the
  * refresh-token grant and revocation (RFC 6749 §6, RFC 7009) as
- * `oauth4webapi` sends them: its request builders, with the client
- * authentication it implements (`client_secret_basic` form-encoded as RFC
- * 6749 §2.3.1 says, `client_secret_post`, or a public client's
- * `client_id`), over {@linkcode boundedFetch} — so the daemon's scheme,
+ * `oauth4webapi` sends them: its request builders, with its client
+ * authentication (`client_secret_post`, or a public client's `client_id`)
+ * and sherlock's `client_secret_basic` (both parts form-encoded, RFC 6749
+ * §2.3.1, as the form serializer does), over {@linkcode boundedFetch} — so the daemon's scheme,
  * redirect, time and size rules hold for these requests as for its own.
  * Token answers are read by the caller (`tokenAnswer`, `readIssued`):
  * every grant's answer goes through one reader, lenient where servers are
@@ -18,7 +18,6 @@ import {
   authorizationCodeGrantRequest,
   type AuthorizationServer,
   type ClientAuth,
-  ClientSecretBasic,
   ClientSecretPost,
   customFetch,
   None,
@@ -33,7 +32,11 @@ import {
   type JsonAnswer,
   readJsonAnswer,
 } from "./http.ts";
-import { type ClientAuthMethod, oneLine } from "./rules.ts";
+import {
+  clientAuthentication,
+  type ClientAuthMethod,
+  oneLine,
+} from "./rules.ts";
 
 /** Who the client is at an authorization server, and how it proves it. */
 export interface TokenClient {
@@ -181,7 +184,19 @@ function clientAuth(client: TokenClient): ClientAuth {
   if (client.clientSecret === undefined || client.method === undefined) {
     return None();
   }
-  return client.method === "client_secret_post"
-    ? ClientSecretPost(client.clientSecret)
-    : ClientSecretBasic(client.clientSecret);
+  if (client.method === "client_secret_post") {
+    return ClientSecretPost(client.clientSecret);
+  }
+  // Not oauth4webapi's ClientSecretBasic: it also escapes `-`, `.`, `_`
+  // and `*` (%2D…), which servers that compare the header's client_id
+  // without decoding refuse (the MCP conformance suite's pre-registration
+  // scenario); the form serializer's encoding leaves them, as before.
+  const { headers } = clientAuthentication({
+    clientId: client.clientId,
+    clientSecret: client.clientSecret,
+    method: "client_secret_basic",
+  });
+  return (_as, _client, _body, requestHeaders) => {
+    requestHeaders.set("authorization", headers.Authorization);
+  };
 }

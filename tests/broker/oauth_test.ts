@@ -124,6 +124,11 @@ Deno.test("sherlock auth, tokens across expiries, one refresh per burst, a dead 
   assert.equal(auth.code, 0, auth.stderr);
   assert.match(auth.stdout, /^authorized remote at http:\/\/127\.0\.0\.1/);
   assert.equal(urlsOpened(log)[0].searchParams.get("resource"), remote.url);
+  // The AS lists offline_access in scopes_supported: asked for with the rest.
+  assert.deepEqual(
+    urlsOpened(log)[0].searchParams.get("scope")?.split(" "),
+    ["mcp:tools", "offline_access"],
+  );
   assert.equal(as.counts.registration, 1);
 
   const status = await home.sherlock(["auth", "status", "--json"]);
@@ -464,9 +469,14 @@ Deno.test("discovery without resource_metadata: the well-known URI, path inserte
 
 /** The scopes the authorization requests asked for, in order (the AS's view). */
 function requestedScopes(as: AuthServer): string[][] {
+  // Without offline_access, asked for whenever the AS lists it (the first
+  // test checks that): these are the scopes of the resource.
   return as.requests.filter((request) =>
     request.endpoint === "authorization" && request.scope !== undefined
-  ).map((request) => request.scope!.split(" ").sort());
+  ).map((request) =>
+    request.scope!.split(" ").filter((scope) => scope !== "offline_access")
+      .sort()
+  );
 }
 
 Deno.test("step-up: a 403 insufficient_scope through the bridge; the next sherlock auth asks for the union; the same bridge then gets through", async () => {

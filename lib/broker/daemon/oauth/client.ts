@@ -75,6 +75,7 @@ import {
   readResourceMetadata,
   readServerMetadata,
   type ServerMetadata,
+  withOfflineAccess,
 } from "./rules.ts";
 
 /** How long `sherlock auth` waits for the browser's redirect. */
@@ -570,14 +571,17 @@ export class OAuthClient {
         ? held.issuer
         : undefined;
     const stepUp = held?.scopesNeeded ?? [];
-    const scopes = chooseScopes({
-      challenge: discovered.challengeScope,
-      supported: discovered.scopesSupported,
-      configured: service.token.scopes,
-      held: held?.scopes,
-      stepUp,
-      serverSupported: metadata.scopesSupported,
-    });
+    const scopes = withOfflineAccess(
+      chooseScopes({
+        challenge: discovered.challengeScope,
+        supported: discovered.scopesSupported,
+        configured: service.token.scopes,
+        held: held?.scopes,
+        stepUp,
+        serverSupported: metadata.scopesSupported,
+      }),
+      metadata.scopesSupported,
+    );
     const resource = service.token.send_resource === false
       ? null
       : canonicalResource(server.url);

@@ -472,6 +472,12 @@ export interface OAuthFinished extends OAuthServiceStatus {
    * `state` and were ignored (absent when none came).
    */
   ignoredRequests?: number;
+  /**
+   * The issuer of the grant's earlier authorization server, when the
+   * server's issuer changed and sherlock registered anew at the new one (a
+   * registration is never reused with another server).
+   */
+  reRegisteredFrom?: string;
 }
 
 /** The answer to `POST /v1/oidc/finish`: the login, and how it went. */

@@ -95,6 +95,10 @@ export async function authCommand(
       result.signedInAs ? ` as ${result.signedInAs}` : ""
     }${
       result.scopes.length > 0 ? ` (scopes: ${result.scopes.join(" ")})` : ""
+    }${
+      result.reRegisteredFrom
+        ? `; re-registered: its authorization server was ${result.reRegisteredFrom}`
+        : ""
     }`,
   );
   return 0;

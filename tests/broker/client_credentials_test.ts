@@ -156,7 +156,9 @@ async function fetchTwiceAcrossExpiry(
   const { server, url, requests } = startServers(options);
   try {
     let now = Date.now();
-    const oauth = new OAuthClient({ now: () => now });
+    const oauth = new OAuthClient({
+      clock: { now: () => now, sleep: () => Promise.resolve() },
+    });
     await withStore(options.entries, async (store) => {
       const spec = service(url, options.credential);
       const first = await oauth.clientCredentialsToken(spec, store);

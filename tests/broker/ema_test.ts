@@ -236,7 +236,7 @@ Deno.test("EMA: once the access token expires, a new exchange and redemption (no
   const first = await one.get();
   assert.equal(as.redemptions.length, 1);
   // The AS's tokens live 3 s; the broker serves one until shortly before.
-  await new Promise((resolve) => setTimeout(resolve, 3_100));
+  home.advanceClock(3_100);
   const second = await one.get();
   assert.notEqual(second, first);
   assert.equal(provider.exchanges.length, 2, "a new ID-JAG");

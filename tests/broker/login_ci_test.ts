@@ -289,7 +289,7 @@ Deno.test("CI: when the exchanged login expires, the next token request is 77 na
     services: ["api"],
     pid: Deno.pid,
   });
-  await new Promise((resolve) => setTimeout(resolve, 2200));
+  home.advanceClock(2200);
   await assert.rejects(
     fetchToken(home.socket, { service: "api", capability }),
     (error: Error) => {

@@ -24,7 +24,8 @@ import {
 import { filesContaining } from "../helpers/leaks.ts";
 import { WHOAMI_JSON } from "../../lib/cli/json_shapes.ts";
 import { startSherlock } from "../helpers/sherlock.ts";
-import { waitUntil } from "../helpers/wait.ts";
+import { waitUntil, whileAdvancing } from "../helpers/wait.ts";
+import { offsetClock } from "../../lib/broker/daemon/clock.ts";
 import {
   type OidcConfig,
   OidcLogin,
@@ -227,7 +228,7 @@ Deno.test("sherlock login --local still unlocks the store; --device signs in wit
   );
   assert.equal(as.counts.authorization, 0, "no browser flow");
   await as.approveDevice(userCode);
-  const result = await running.result;
+  const result = await whileAdvancing(home, running.result);
   assert.equal(result.code, 0, result.stderr);
   assert.match(result.stdout, /^logged in: tester@example\.test/);
   const who = await home.sherlock(["whoami"]);
@@ -253,7 +254,7 @@ Deno.test("over SSH without a display, sherlock login uses the device grant; a r
     "the device grant's user code",
   );
   await as.approveDevice(url);
-  const result = await running.result;
+  const result = await whileAdvancing(home, running.result);
   assert.equal(result.code, 0, result.stderr);
 
   const stop = await home.sherlock(["broker", "stop"]);
@@ -311,7 +312,11 @@ Deno.test("OidcLogin: one refresh for a burst, the rotated refresh token used ne
     clientId: CLIENT_ID,
     scopes: ["openid", "offline_access"],
   };
-  const oidc = new OidcLogin();
+  // The login's clock: moved past each token's expiry, never waited for.
+  let offset = 0;
+  const oidc = new OidcLogin({
+    clock: offsetClock(() => offset),
+  });
   try {
     const { flow, url } = await oidc.start(config);
     const finished = oidc.finish(flow);
@@ -321,7 +326,7 @@ Deno.test("OidcLogin: one refresh for a burst, the rotated refresh token used ne
     assert.equal(status.refreshToken, true);
     const first = await oidc.accessToken();
     for (let round = 0; round < 2; round++) {
-      await new Promise((resolve) => setTimeout(resolve, 2100));
+      offset += 2100;
       const before = as.counts.refresh;
       const burst = await Promise.all(
         Array.from({ length: 20 }, () => oidc.accessToken()),
@@ -339,7 +344,7 @@ Deno.test("OidcLogin: one refresh for a burst, the rotated refresh token used ne
     );
 
     as.revokeAllGrants();
-    await new Promise((resolve) => setTimeout(resolve, 2100));
+    offset += 2100;
     await assert.rejects(
       oidc.accessToken(),
       (error: Error & { code?: string }) =>
@@ -372,7 +377,7 @@ Deno.test("idle_timeout ends an OIDC login too, and the audit log says which pro
     "the device grant's user code",
   );
   await as.approveDevice(userCode);
-  const result = await running.result;
+  const result = await whileAdvancing(home, running.result);
   assert.equal(result.code, 0, result.stderr);
 
   await waitUntil(

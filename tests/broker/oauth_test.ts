@@ -38,7 +38,7 @@ import { AUTH_ERROR_CODE } from "../../lib/bridge/relay.ts";
 import { CAPABILITY_ENV } from "../../lib/render/servers.ts";
 import { INITIALIZE, startRawBridge } from "../helpers/raw_bridge.ts";
 import { startSherlock } from "../helpers/sherlock.ts";
-import { waitUntil } from "../helpers/wait.ts";
+import { waitUntil, whileAdvancing } from "../helpers/wait.ts";
 import { filesContaining } from "../helpers/leaks.ts";
 import { sh } from "../helpers/shell.ts";
 import { runSherlockOnPty } from "../helpers/terminal.ts";
@@ -124,6 +124,11 @@ Deno.test("sherlock auth, tokens across expiries, one refresh per burst, a dead 
   assert.equal(auth.code, 0, auth.stderr);
   assert.match(auth.stdout, /^authorized remote at http:\/\/127\.0\.0\.1/);
   assert.equal(urlsOpened(log)[0].searchParams.get("resource"), remote.url);
+  // The AS lists offline_access in scopes_supported: asked for with the rest.
+  assert.deepEqual(
+    urlsOpened(log)[0].searchParams.get("scope")?.split(" "),
+    ["mcp:tools", "offline_access"],
+  );
   assert.equal(as.counts.registration, 1);
 
   const status = await home.sherlock(["auth", "status", "--json"]);
@@ -146,7 +151,7 @@ Deno.test("sherlock auth, tokens across expiries, one refresh per burst, a dead 
   // A session that outlives several 2-second access tokens.
   for (let i = 0; i < 3; i++) {
     assert.equal(await callRemote(remote.url, await get()), 200);
-    await new Promise((resolve) => setTimeout(resolve, 2100));
+    home.advanceClock(2100);
   }
   // Twenty requests after expiry: one refresh at the server.
   const before = as.counts.refresh;
@@ -157,7 +162,7 @@ Deno.test("sherlock auth, tokens across expiries, one refresh per burst, a dead 
 
   // A revoked grant: needs `sherlock auth`, then works again.
   as.revokeAllGrants();
-  await new Promise((resolve) => setTimeout(resolve, 2100));
+  home.advanceClock(2100);
   await assert.rejects(get, /needs authorization: run "sherlock auth remote"/);
   const dead = await home.sherlock(["auth", "status", "--json"]);
   assert.equal(JSON.parse(dead.stdout).services[0].authorized, false);
@@ -213,16 +218,32 @@ Deno.test("resource is sent: without it the server refuses", async () => {
   assert.equal(urlsOpened(log)[0].searchParams.get("resource"), null);
 });
 
-Deno.test("a changed issuer gets a new registration; a down server a clear error", async () => {
+Deno.test("a changed issuer gets a new registration, said on auth's line; a down server a clear error", async () => {
   await using s = await setup();
-  assert.equal((await authorize(s.home)).code, 0);
+  const first = await authorize(s.home);
+  assert.equal(first.code, 0);
   assert.equal(s.as.counts.registration, 1);
+  assert.doesNotMatch(first.stdout, /re-registered/);
+  const before = s.as.issuer;
   await s.as.changeIssuer();
   s.as.resetCounts();
   const again = await authorize(s.home);
   assert.equal(again.code, 0, again.stderr);
   assert.equal(s.as.counts.registration, 1, "registered at the new issuer");
   assert.match(again.stdout, /issuer-/);
+  // SEP-2352: the client of one server is never reused at another.
+  assert.ok(
+    again.stdout.trimEnd().endsWith(
+      `; re-registered: its authorization server was ${before}`,
+    ),
+    again.stdout,
+  );
+  // The same server again: its registration reused, nothing said.
+  s.as.resetCounts();
+  const third = await authorize(s.home);
+  assert.equal(third.code, 0, third.stderr);
+  assert.equal(s.as.counts.registration, 0);
+  assert.doesNotMatch(third.stdout, /re-registered/);
 
   await s.as.down();
   const down = await authorize(s.home);
@@ -259,16 +280,16 @@ Deno.test("an AS that is down, slow or answers garbage: clear errors, other serv
   });
   const get = (service: string) =>
     fetchToken(home.socket, { service, capability });
-  const expire = () => new Promise((resolve) => setTimeout(resolve, 2100));
+  const expire = () => home.advanceClock(2100);
 
-  await expire();
+  expire();
   as.setFailure({ mode: "garbage", endpoints: ["token"] });
   await assert.rejects(() => get("remote"), /answered no bearer token/);
   assert.equal((await get("other")).token, "other-secret");
   as.setFailure(null);
   assert.ok((await get("remote")).token);
 
-  await expire();
+  expire();
   await as.down();
   await assert.rejects(() => get("remote"), /cannot be reached/);
   assert.equal((await get("other")).token, "other-secret");
@@ -276,7 +297,7 @@ Deno.test("an AS that is down, slow or answers garbage: clear errors, other serv
   assert.ok((await get("remote")).token);
 
   // A refused refresh (invalid_grant): needs `sherlock auth`, the issuer kept.
-  await expire();
+  expire();
   as.setFailure({ mode: "invalid_grant" });
   await assert.rejects(
     () => get("remote"),
@@ -293,7 +314,7 @@ Deno.test("an AS that is down, slow or answers garbage: clear errors, other serv
 
   // Slow: a request waits at most the timeout; the other service meanwhile.
   assert.equal((await authorize(home)).code, 0);
-  await expire();
+  expire();
   as.setFailure({ mode: "slow", delayMs: 20_000, endpoints: ["token"] });
   const slow = get("remote").then(() => "served", (error) => error.message);
   const started = Date.now();
@@ -448,9 +469,14 @@ Deno.test("discovery without resource_metadata: the well-known URI, path inserte
 
 /** The scopes the authorization requests asked for, in order (the AS's view). */
 function requestedScopes(as: AuthServer): string[][] {
+  // Without offline_access, asked for whenever the AS lists it (the first
+  // test checks that): these are the scopes of the resource.
   return as.requests.filter((request) =>
     request.endpoint === "authorization" && request.scope !== undefined
-  ).map((request) => request.scope!.split(" ").sort());
+  ).map((request) =>
+    request.scope!.split(" ").filter((scope) => scope !== "offline_access")
+      .sort()
+  );
 }
 
 Deno.test("step-up: a 403 insufficient_scope through the bridge; the next sherlock auth asks for the union; the same bridge then gets through", async () => {
@@ -923,7 +949,7 @@ Deno.test("a confidential client: the secret from the store, by the method the m
         fetchToken(home.socket, { service: "remote", capability });
       const first = await get();
       assert.equal(await callRemote(remote.url, first.token), 200);
-      await new Promise((resolve) => setTimeout(resolve, 2100));
+      home.advanceClock(2100);
       const second = await get();
       assert.notEqual(second.token, first.token, "refreshed");
       assert.equal(await callRemote(remote.url, second.token), 200);
@@ -931,7 +957,7 @@ Deno.test("a confidential client: the secret from the store, by the method the m
       // The secret removed: the next refresh says which command to run.
       const removed = await home.sherlock(["secret", "rm", SECRET_NAME]);
       assert.equal(removed.code, 0, removed.stderr);
-      await new Promise((resolve) => setTimeout(resolve, 2100));
+      home.advanceClock(2100);
       await assert.rejects(
         get,
         (error: Error & { exitCode?: number }) =>
@@ -975,7 +1001,7 @@ Deno.test("a registration that answers a client_secret: kept with it in the stor
   assert.equal(auth.code, 0, auth.stderr);
   assert.equal(as.counts.registration, 1);
   const capability = await session(home);
-  await new Promise((resolve) => setTimeout(resolve, 2100));
+  home.advanceClock(2100);
   const { token } = await fetchToken(home.socket, {
     service: "remote",
     capability,
@@ -1124,7 +1150,7 @@ Deno.test("auth --device: the operator approves elsewhere; the broker polls, kee
   assert.equal(as.counts.authorization, 0);
   const approved = await as.approveDevice(userCode);
   assert.match(approved.page, /device approved/);
-  const result = await running.result;
+  const result = await whileAdvancing(home, running.result);
   assert.equal(result.code, 0, result.stderr);
   assert.match(result.stdout, /^authorized remote at http:\/\/127\.0\.0\.1/);
   assert.ok(as.counts.device_authorization >= 1);
@@ -1150,7 +1176,7 @@ Deno.test("auth --device: refused at the server is 77; no device endpoint is 78"
     await using s = await setup();
     const { running, url } = await startDeviceAuth(s.home);
     await s.as.approveDevice(url, { decision: "deny" });
-    const result = await running.result;
+    const result = await whileAdvancing(s.home, running.result);
     assert.equal(result.code, 77, result.stderr);
     assert.match(
       result.stderr,

@@ -12,6 +12,7 @@
  */
 
 import { join } from "node:path";
+import { TEST_CLOCK_ENV } from "../../lib/broker/daemon/clock.ts";
 
 /** The folders of a throwaway HOME, and the environment that points at them. */
 export interface TestHome {
@@ -43,6 +44,12 @@ export interface TestHome {
   sessionsDir: string;
   /** `$XDG_RUNTIME_DIR/sherlock`: where per-session configs are rendered. */
   runtimeDir: string;
+  /**
+   * Moves the clock of this HOME's broker daemon `ms` ahead (its test
+   * clock, `SHERLOCK_TEST_CLOCK_FILE`): tokens expire and poll intervals
+   * pass without the test waiting for them.
+   */
+  advanceClock(ms: number): void;
   /**
    * The whole environment to start a process with (use `clearEnv: true`):
    * HOME, the XDG variables, PATH (`bin` first, then the system's), and
@@ -126,6 +133,8 @@ export async function createTestHome(): Promise<TestHome> {
     LANG: "C.UTF-8",
     NO_COLOR: "1",
     DENO_NO_UPDATE_CHECK: "1",
+    // The daemon's clock: the system's plus what advanceClock added.
+    [TEST_CLOCK_ENV]: join(root, "clock"),
   };
   const cache = denoDir();
   if (cache) env.DENO_DIR = cache;
@@ -153,6 +162,18 @@ export async function createTestHome(): Promise<TestHome> {
     sessionsDir,
     runtimeDir,
     env,
+    advanceClock: (ms) => {
+      const file = env[TEST_CLOCK_ENV];
+      let offset = 0;
+      try {
+        offset = Number(Deno.readTextFileSync(file));
+      } catch {
+        // Not moved yet.
+      }
+      // Renamed into place: the daemon never reads a half-written file.
+      Deno.writeTextFileSync(`${file}.new`, String(offset + ms));
+      Deno.renameSync(`${file}.new`, file);
+    },
     writeProfile: (name, text) => writeInto(agentsDir, name, text),
     writeConfig: (text) =>
       writeInto(join(configHome, "sherlock"), "config", text),

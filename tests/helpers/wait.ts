@@ -39,3 +39,32 @@ export function exists(path: string): boolean {
     throw error;
   }
 }
+
+/**
+ * Settles `promise` while moving a broker daemon's test clock `stepMs`
+ * ahead every half second (`TestHome.advanceClock`): the daemon's waits on
+ * its clock — a device grant's poll interval, 5 s by default — pass one per
+ * tick without the test waiting them out. For a step that waits on such a
+ * wait; `promise` guards its own hang.
+ */
+export async function whileAdvancing<T>(
+  home: { advanceClock(ms: number): void },
+  promise: Promise<T>,
+  stepMs = 5_000,
+): Promise<T> {
+  let settled = false;
+  const done = promise.then(
+    () => settled = true,
+    () => settled = true,
+  );
+  while (!settled) {
+    home.advanceClock(stepMs);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      done,
+      new Promise((resolve) => timer = setTimeout(resolve, 500)),
+    ]);
+    clearTimeout(timer);
+  }
+  return await promise;
+}

@@ -27,6 +27,7 @@ import {
   readLegacyServerMetadata,
   readResourceMetadata,
   readServerMetadata,
+  withOfflineAccess,
 } from "../../lib/broker/daemon/oauth/rules.ts";
 import { parseBearerChallenge } from "../../lib/runtime/bearer_challenge.ts";
 import { service } from "../helpers/services.ts";
@@ -523,4 +524,20 @@ Deno.test("2025-03-26 discovery: the origin's metadata URLs, an issuer of that o
   );
   assert.deepEqual(defaults.codeChallengeMethods, ["S256"]);
   assert.equal(defaults.revocationEndpoint, undefined);
+});
+
+Deno.test("withOfflineAccess: added when the AS lists it, to a list that names scopes; never twice", () => {
+  assert.deepEqual(
+    withOfflineAccess(["mcp:tools"], ["mcp:tools", "offline_access"]),
+    ["mcp:tools", "offline_access"],
+  );
+  assert.deepEqual(withOfflineAccess(["mcp:tools"], ["mcp:tools"]), [
+    "mcp:tools",
+  ]);
+  assert.deepEqual(withOfflineAccess(["mcp:tools"], undefined), ["mcp:tools"]);
+  assert.deepEqual(withOfflineAccess([], ["offline_access"]), []);
+  assert.deepEqual(
+    withOfflineAccess(["offline_access", "a"], ["offline_access"]),
+    ["offline_access", "a"],
+  );
 });

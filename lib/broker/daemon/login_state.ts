@@ -31,6 +31,7 @@ import type {
   Whoami,
 } from "../protocol.ts";
 import { OidcLogin } from "./oauth/oidc_login.ts";
+import type { Clock } from "./clock.ts";
 import {
   createStore,
   readStoreSummary,
@@ -83,6 +84,8 @@ export interface LoginStateOptions {
    * store, or when it was there but did not open it.
    */
   onRemembered?: (event: { unlocked: boolean; line: string }) => void;
+  /** The clock of the OIDC login's expiries (the system's when unset). */
+  clock?: Clock;
 }
 
 /** The login of one daemon. */
@@ -98,7 +101,7 @@ export class LoginState {
   #failures = 0;
   #lastFailure = 0;
   /** The login at the OpenID provider (`[login] provider = "oidc"`). */
-  readonly oidc: OidcLogin = new OidcLogin();
+  readonly oidc: OidcLogin;
   #keyring: Keyring;
   /** How the last look in the keyring went, for whoami. */
   #remembered: RememberedKeyStatus | undefined;
@@ -112,6 +115,7 @@ export class LoginState {
   /** Starts logged out. */
   constructor(options: LoginStateOptions) {
     this.#options = options;
+    this.oidc = new OidcLogin({ clock: options.clock });
     this.#keyring = options.keyring ?? systemKeyring();
   }
 

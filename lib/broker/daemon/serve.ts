@@ -34,6 +34,7 @@ import {
 import { handleRequest } from "./handler.ts";
 import { type HttpServer, serveHttp } from "./http_server.ts";
 import { LoginState } from "./login_state.ts";
+import { daemonClock } from "./clock.ts";
 import { TokenBroker } from "./token_broker.ts";
 import { setNonDumpable } from "../../os/libc.ts";
 
@@ -115,7 +116,10 @@ export async function serveBroker(
   const stopped = new Promise<void>((resolve) => stop = resolve);
 
   const validationCache = new ValidationCache();
+  // The system clock, unless a test names its offset file.
+  const clock = daemonClock(Deno.env);
   const login = new LoginState({
+    clock,
     storePath: paths.secretStore,
     idleTimeoutSeconds: options.settings.broker.idle_timeout,
     onIdleLock: (provider) => {
@@ -155,6 +159,7 @@ export async function serveBroker(
     paths,
     login,
     validationCache,
+    clock,
     helperCwd: Deno.env.get("HOME"),
   });
   const context = {

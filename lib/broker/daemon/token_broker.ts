@@ -19,6 +19,7 @@ import {
 import type { ValidationCache } from "../../config/validation_cache.ts";
 import type { TokenResponse } from "../protocol.ts";
 import { appendAudit } from "./audit_log.ts";
+import { type Clock, systemClock } from "./clock.ts";
 import type { LoginState } from "./login_state.ts";
 import { BrokerRequestError } from "./request_error.ts";
 import { OAuthClient } from "./oauth/client.ts";
@@ -37,6 +38,8 @@ export interface TokenBrokerOptions {
   paths: SherlockPaths;
   /** The daemon's login. */
   login: LoginState;
+  /** The clock of every expiry (the system's when unset). */
+  clock?: Clock;
   /** The daemon's validation cache for service files. */
   validationCache: ValidationCache;
   /** The folder helpers run in. */
@@ -46,7 +49,7 @@ export interface TokenBrokerOptions {
 /** Serves tokens for one daemon. */
 export class TokenBroker {
   #options: TokenBrokerOptions;
-  #cache = new TokenCache();
+  #cache: TokenCache;
   #handoffs = new TokenHandoffs();
   /** The live sessions, the only ones served. */
   readonly sessions: SessionTable = new SessionTable({
@@ -54,7 +57,7 @@ export class TokenBroker {
   });
 
   /** The OAuth client: `sherlock auth`'s flows, grants, access tokens. */
-  readonly oauth: OAuthClient = new OAuthClient();
+  readonly oauth: OAuthClient;
 
   /** Enterprise-Managed Authorization: what discovery found per service. */
   readonly ema: EnterpriseAuthorization = new EnterpriseAuthorization();
@@ -62,6 +65,9 @@ export class TokenBroker {
   /** Creates the broker with an empty cache. */
   constructor(options: TokenBrokerOptions) {
     this.#options = options;
+    const clock = options.clock ?? systemClock;
+    this.#cache = new TokenCache({ now: clock.now });
+    this.oauth = new OAuthClient({ clock });
     // A new or revoked grant: no token of the old one is served again.
     this.oauth.onGrantChange = (service) => this.#cache.forget(`${service}\0`);
   }
@@ -318,6 +324,7 @@ export class TokenBroker {
       oauth: this.oauth,
       oidc: this.#options.login.oidc,
       ema: this.ema,
+      clock: this.#options.clock,
     });
   }
 }

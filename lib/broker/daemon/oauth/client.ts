@@ -23,6 +23,7 @@ import type {
 import { BrokerRequestError } from "../request_error.ts";
 import { type SecretStore, StoreLockedError } from "../secret_store.ts";
 import { isFresh, type Token } from "../token_cache.ts";
+import { type Clock, systemClock } from "../clock.ts";
 import {
   readClient,
   readGrant,
@@ -40,6 +41,8 @@ import {
   requestDeviceAuthorization,
 } from "./device_grant.ts";
 import { failed, type JsonAnswer, origin, requestJson } from "./http.ts";
+import { type GrantStorage, refreshGrant } from "./refresher.ts";
+import { requestCode, revokeToken } from "./token_endpoint.ts";
 import { signedInAs } from "./id_token.ts";
 import { requestClientCredentials } from "./client_credentials.ts";
 import {
@@ -72,6 +75,7 @@ import {
   readServerMetadata,
   redeemsIdJag,
   type ServerMetadata,
+  withOfflineAccess,
 } from "./rules.ts";
 
 /** How long `sherlock auth` waits for the browser's redirect. */
@@ -99,6 +103,8 @@ interface FlowTarget {
   scopes: string[];
   /** The scopes of a step-up this flow asks for (a 403's). */
   stepUp: string[];
+  /** The earlier grant's issuer, when the client was registered anew here. */
+  reRegisteredFrom?: string;
 }
 
 /** A browser flow: the loopback listener waits for the redirect. */
@@ -148,8 +154,8 @@ interface UnstoredRotation {
 
 /** The OAuth state of one daemon: flows under way, access tokens. */
 export class OAuthClient {
-  /** The clock of the client-credentials path (injected by tests). */
-  readonly #now: () => number;
+  /** Every expiry, margin and poll interval (injected by tests). */
+  readonly #clock: Clock;
   /** Discovery of a client-credentials service, kept until a fetch fails. */
   #discovered = new Map<string, Discovered>();
   #flows = new Map<string, Flow>();
@@ -162,9 +168,9 @@ export class OAuthClient {
   /** Called when a service's grant changes: the broker drops its cache. */
   onGrantChange: (service: string) => void = () => {};
 
-  /** `now`: the clock of the client-credentials path (ms since the epoch). */
-  constructor(options: { now?: () => number } = {}) {
-    this.#now = options.now ?? Date.now;
+  /** `clock`: the daemon's (the system clock when unset). */
+  constructor(options: { clock?: Clock } = {}) {
+    this.#clock = options.clock ?? systemClock;
   }
 
   /**
@@ -177,7 +183,7 @@ export class OAuthClient {
   clientCredentialsToken(service: Service, store: SecretStore): Promise<Token> {
     const name = service.service.name;
     const held = this.#tokens.get(name);
-    if (held && isFresh(held, this.#now())) {
+    if (held && isFresh(held, this.#clock.now())) {
       return Promise.resolve({ token: held.token, expiresAt: held.expiresAt });
     }
     const running = this.#refreshing.get(name);
@@ -206,7 +212,7 @@ export class OAuthClient {
     }
     try {
       const { metadata } = discovered;
-      const fetchedAt = this.#now();
+      const fetchedAt = this.#clock.now();
       const answer = await requestClientCredentials({
         service,
         store,
@@ -248,7 +254,7 @@ export class OAuthClient {
     const name = service.service.name;
     const credential = service.token.client_key ?? service.token.client_secret;
     const held = this.#tokens.get(name);
-    const now = this.#now();
+    const now = this.#clock.now();
     return {
       service: name,
       authorized: store !== undefined && credential !== undefined &&
@@ -308,7 +314,9 @@ export class OAuthClient {
     const name = service.service.name;
     const held = this.#tokens.get(name);
     // A token without an expiry is served until a server refuses it.
-    if (held && (held.expiresAt === undefined || isFresh(held, Date.now()))) {
+    if (
+      held && (held.expiresAt === undefined || isFresh(held, this.#clock.now()))
+    ) {
       return Promise.resolve({ token: held.token, expiresAt: held.expiresAt });
     }
     const running = this.#refreshing.get(name);
@@ -346,55 +354,87 @@ export class OAuthClient {
     if (grant.accessToken) {
       return this.#keep(name, { accessToken: grant.accessToken }, true);
     }
-    const spent = grant.refreshToken;
-    if (!spent) throw needsAuthorization(name);
-    const client = clientAuthentication({
-      clientId: grant.clientId,
-      clientSecret: clientSecret(grant, store, name),
-      method: grant.clientAuth,
-    });
-    const form: Record<string, string> = {
-      grant_type: "refresh_token",
-      refresh_token: spent,
-      ...client.form,
-    };
-    if (grant.resource !== null) form.resource = grant.resource;
-    const answer = await requestJson(grant.tokenEndpoint, {
-      form,
-      headers: client.headers,
-    });
-    const json = answer.json as Record<string, unknown> | undefined;
-    if (answer.status === 400 && json?.error === "invalid_grant") {
-      // The grant is dead (revoked, expired, a reused refresh token); keep
-      // the rest (issuer, client) for `sherlock auth` — unless the grant
-      // on disk is no longer the one refused (`sherlock auth` replaced
-      // it): a dead grant never overwrites a newer one.
-      const dead = await updateGrant(
-        store,
-        name,
-        (current) =>
-          current?.refreshToken === spent
-            ? { ...current, refreshToken: undefined, needsAuthorization: true }
-            : undefined,
-      );
-      if (dead) {
-        this.#tokens.delete(name);
-        throw needsAuthorization(name);
-      }
-      return this.#refreshAlone(name, store);
+    if (!grant.refreshToken) throw needsAuthorization(name);
+    let kept: Token | undefined;
+    const outcome = await refreshGrant(
+      this.#grantStorage(name, store, (token) => kept = token),
+    );
+    if (outcome.kind === "dead") {
+      this.#tokens.delete(name);
+      throw needsAuthorization(name);
     }
-    const tokens = tokenAnswer(answer, grant.tokenEndpoint);
-    const rotation: UnstoredRotation = {
-      spent,
-      refreshToken: tokens.refreshToken ?? spent,
-      scopes: tokens.scopes,
-      token: memoryToken(tokens),
-    };
-    const kept = await this.#storeRotation(name, store, rotation);
+    // `sherlock auth` or a revoke replaced the grant meanwhile: what it
+    // holds now decides.
+    if (outcome.kind === "none") return this.#refreshAlone(name, store);
     if (kept) return kept;
-    // `sherlock auth` or a revoke replaced the grant meanwhile: this token
-    // is of the old one. Theirs, if any, is served instead.
-    return this.#refreshAlone(name, store);
+    // An error answer: its one line.
+    tokenAnswer(outcome.answer, grant.tokenEndpoint);
+    throw failed(
+      `the token endpoint at ${origin(grant.tokenEndpoint)} answered no token`,
+    );
+  }
+
+  /**
+   * `name`'s grant in the store, for the one refresh (`refresher.ts`):
+   * read from disk at each turn, written by compare and swap. `kept`
+   * receives the access token of a rotation that was stored.
+   */
+  #grantStorage(
+    name: string,
+    store: SecretStore,
+    kept: (token: Token) => void,
+  ): GrantStorage {
+    let endpoint = "";
+    return {
+      read: async () => {
+        await store.reload();
+        const grant = readGrant(store, name);
+        if (
+          !grant?.refreshToken || grant.needsAuthorization || grant.accessToken
+        ) {
+          return undefined;
+        }
+        endpoint = grant.tokenEndpoint;
+        return {
+          refreshToken: grant.refreshToken,
+          resource: grant.resource,
+          server: {
+            issuer: grant.issuer,
+            tokenEndpoint: grant.tokenEndpoint,
+          },
+          client: {
+            clientId: grant.clientId,
+            clientSecret: clientSecret(grant, store, name),
+            method: grant.clientAuth,
+          },
+        };
+      },
+      keep: async (spent, answer) => {
+        const tokens = tokenAnswer(answer, endpoint);
+        const token = await this.#storeRotation(name, store, {
+          spent,
+          refreshToken: tokens.refreshToken ?? spent,
+          scopes: tokens.scopes,
+          token: memoryToken(tokens, { now: this.#clock.now() }),
+        });
+        if (token) kept(token);
+        return token !== undefined;
+      },
+      // Keeps the rest (issuer, client) for `sherlock auth`.
+      markDead: (spent) =>
+        updateGrant(
+          store,
+          name,
+          (current) =>
+            current?.refreshToken === spent
+              ? {
+                ...current,
+                refreshToken: undefined,
+                needsAuthorization: true,
+              }
+              : undefined,
+        ),
+    };
   }
 
   /**
@@ -443,7 +483,9 @@ export class OAuthClient {
     this.#unstored.delete(name);
     if (!wrote) return undefined;
     const { token } = rotation;
-    if (token.expiresAt !== undefined && !isFresh(token, Date.now())) {
+    if (
+      token.expiresAt !== undefined && !isFresh(token, this.#clock.now())
+    ) {
       return undefined;
     }
     this.#tokens.set(name, token);
@@ -459,7 +501,7 @@ export class OAuthClient {
     tokens: { accessToken: string; expiresIn?: number },
     lasting = false,
   ): Token {
-    const held = memoryToken(tokens, lasting);
+    const held = memoryToken(tokens, { now: this.#clock.now(), lasting });
     this.#tokens.set(name, held);
     return { token: held.token, expiresAt: held.expiresAt };
   }
@@ -515,19 +557,31 @@ export class OAuthClient {
         `the authorization server ${metadata.issuer} does not advertise PKCE S256; sherlock refuses to authorize without it`,
       );
     }
-    const client = await this.#client(service, metadata, store, {
-      device: options.device === true,
-    });
+    const { registered, ...client } = await this.#client(
+      service,
+      metadata,
+      store,
+      { device: options.device === true },
+    );
     const held = readGrant(store, name);
+    // A registration is kept per issuer: a grant of another server, and a
+    // registration made now, mean the server's issuer changed.
+    const reRegisteredFrom =
+      registered && held && held.issuer !== metadata.issuer
+        ? held.issuer
+        : undefined;
     const stepUp = held?.scopesNeeded ?? [];
-    const scopes = chooseScopes({
-      challenge: discovered.challengeScope,
-      supported: discovered.scopesSupported,
-      configured: service.token.scopes,
-      held: held?.scopes,
-      stepUp,
-      serverSupported: metadata.scopesSupported,
-    });
+    const scopes = withOfflineAccess(
+      chooseScopes({
+        challenge: discovered.challengeScope,
+        supported: discovered.scopesSupported,
+        configured: service.token.scopes,
+        held: held?.scopes,
+        stepUp,
+        serverSupported: metadata.scopesSupported,
+      }),
+      metadata.scopesSupported,
+    );
     const resource = service.token.send_resource === false
       ? null
       : canonicalResource(server.url);
@@ -544,6 +598,7 @@ export class OAuthClient {
         resource,
         scopes,
         stepUp,
+        reRegisteredFrom,
       }, store);
       return { ...started, ...note };
     }
@@ -588,6 +643,7 @@ export class OAuthClient {
       resource,
       scopes,
       stepUp,
+      reRegisteredFrom,
       verifier,
       state,
       redirectUri,
@@ -641,26 +697,26 @@ export class OAuthClient {
     if ("problem" in checked) {
       throw failed(`${checked.problem}${ignoredNote(ignored)}`);
     }
-    const client = clientAuthentication({
-      clientId: flow.client.clientId,
-      clientSecret: clientSecret(
-        { ...flow.client, issuer: flow.issuer },
-        store(),
-        flow.service,
-      ),
-      method: flow.client.clientAuth,
-    });
-    const form: Record<string, string> = {
-      grant_type: "authorization_code",
-      code: checked.code,
-      redirect_uri: flow.redirectUri,
-      code_verifier: flow.verifier,
-      ...client.form,
-    };
-    if (flow.resource !== null) form.resource = flow.resource;
-    const answer = await requestJson(flow.metadata.tokenEndpoint, {
-      form,
-      headers: client.headers,
+    const answer = await requestCode({
+      server: {
+        issuer: flow.issuer,
+        tokenEndpoint: flow.metadata.tokenEndpoint,
+        issParameterSupported: flow.metadata.issParameterSupported,
+      },
+      client: {
+        clientId: flow.client.clientId,
+        clientSecret: clientSecret(
+          { ...flow.client, issuer: flow.issuer },
+          store(),
+          flow.service,
+        ),
+        method: flow.client.clientAuth,
+      },
+      response: query,
+      state: flow.state,
+      redirectUri: flow.redirectUri,
+      verifier: flow.verifier,
+      parameters: flow.resource !== null ? { resource: flow.resource } : {},
     });
     const status = await this.#keepGrant(flow, answer, store);
     const who = signedInAs(
@@ -671,6 +727,9 @@ export class OAuthClient {
       ...status,
       ...(who !== undefined ? { signedInAs: who } : {}),
       ...(ignored > 0 ? { ignoredRequests: ignored } : {}),
+      ...(flow.reRegisteredFrom
+        ? { reRegisteredFrom: flow.reRegisteredFrom }
+        : {}),
     };
   }
 
@@ -705,8 +764,10 @@ export class OAuthClient {
       authorization,
       form,
       signal: abort.signal,
-      deadline: Date.now() + AUTHORIZATION_TIMEOUT_MS,
+      deadline: this.#clock.now() + AUTHORIZATION_TIMEOUT_MS,
       retry: `sherlock auth --device ${flow.service}`,
+      now: this.#clock.now,
+      sleep: this.#clock.sleep,
     });
     answer.catch(() => {});
     const flowId = randomString(16);
@@ -732,9 +793,12 @@ export class OAuthClient {
     flowId: string,
     flow: DeviceFlow,
     store: () => SecretStore,
-  ): Promise<OAuthServiceStatus> {
+  ): Promise<OAuthFinished> {
     try {
-      return await this.#keepGrant(flow, await flow.answer, store);
+      const status = await this.#keepGrant(flow, await flow.answer, store);
+      return flow.reRegisteredFrom
+        ? { ...status, reRegisteredFrom: flow.reRegisteredFrom }
+        : status;
     } finally {
       this.#deviceFlows.delete(flowId);
     }
@@ -853,7 +917,7 @@ export class OAuthClient {
       accessTokenExpiresAt: live && grant.accessToken !== undefined
         ? "never"
         : live && held?.expiresAt !== undefined &&
-            held.expiresAt > Date.now()
+            held.expiresAt > this.#clock.now()
         ? new Date(held.expiresAt).toISOString()
         : null,
       refreshToken: live && grant.refreshToken !== undefined,
@@ -879,25 +943,29 @@ export class OAuthClient {
     this.#unstored.delete(service);
     const credential = unstored ?? grant?.refreshToken ?? grant?.accessToken;
     if (grant?.revocationEndpoint && credential) {
+      let secret: string | undefined | null;
       try {
-        const client = clientAuthentication({
-          clientId: grant.clientId,
-          clientSecret: clientSecret(grant, store, service),
-          method: grant.clientAuth,
-        });
-        const answer = await requestJson(grant.revocationEndpoint, {
-          form: {
-            token: credential,
-            token_type_hint: unstored ?? grant.refreshToken
-              ? "refresh_token"
-              : "access_token",
-            ...client.form,
-          },
-          headers: client.headers,
-        });
-        revokedAtServer = answer.status === 200;
+        secret = clientSecret(grant, store, service);
       } catch {
-        // Forget it here all the same: the operator asked for that.
+        // Its secret is not stored: not revoked there, forgotten here.
+        secret = null;
+      }
+      if (secret !== null) {
+        revokedAtServer = await revokeToken({
+          server: {
+            issuer: grant.issuer,
+            revocationEndpoint: grant.revocationEndpoint,
+          },
+          client: {
+            clientId: grant.clientId,
+            clientSecret: secret,
+            method: grant.clientAuth,
+          },
+          token: credential,
+          hint: unstored ?? grant.refreshToken
+            ? "refresh_token"
+            : "access_token",
+        });
       }
     }
     const forgotten = await removeGrant(store, service);
@@ -953,7 +1021,7 @@ export class OAuthClient {
     metadata: ServerMetadata,
     store: SecretStore,
     options: { device: boolean; jwtBearer?: boolean },
-  ): Promise<ClientIdentity> {
+  ): Promise<ClientIdentity & { registered?: boolean }> {
     const { token } = service;
     const name = service.service.name;
     if (token.client_id && token.client_secret) {
@@ -1057,7 +1125,11 @@ export class OAuthClient {
       deviceGrant: metadata.deviceAuthorizationEndpoint !== undefined,
       jwtBearer,
     });
-    return { clientId: json.client_id, ...(clientAuth ? { clientAuth } : {}) };
+    return {
+      clientId: json.client_id,
+      ...(clientAuth ? { clientAuth } : {}),
+      registered: true,
+    };
   }
 }
 
@@ -1067,10 +1139,10 @@ export class OAuthClient {
  */
 function memoryToken(
   tokens: { accessToken: string; expiresIn?: number },
-  lasting = false,
+  options: { now: number; lasting?: boolean },
 ): MemoryToken {
-  const fetchedAt = Date.now();
-  const expiresAt = lasting
+  const fetchedAt = options.now;
+  const expiresAt = options.lasting
     ? undefined
     : fetchedAt + (tokens.expiresIn ?? ASSUMED_LIFETIME_S) * 1000;
   return { token: tokens.accessToken, expiresAt, fetchedAt };

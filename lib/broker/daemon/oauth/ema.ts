@@ -103,6 +103,8 @@ export interface EmaContext {
   oauth: OAuthClient;
   /** The unlocked store, for a registered client or a secret. */
   store?: SecretStore;
+  /** The clock of the tokens' expiries (the system's when unset). */
+  now?: () => number;
 }
 
 /**
@@ -233,7 +235,7 @@ export class EnterpriseAuthorization {
       service: name,
       issuer: provider.metadata.issuer,
       endpoint: provider.metadata.tokenEndpoint,
-      now: Date.now(),
+      now: (context.now ?? Date.now)(),
       asked: "an ID-JAG",
     });
     if (idJag instanceof BrokerRequestError) throw idJag;
@@ -256,7 +258,7 @@ export class EnterpriseAuthorization {
       service: name,
       issuer: metadata.issuer,
       endpoint: metadata.tokenEndpoint,
-      now: Date.now(),
+      now: (context.now ?? Date.now)(),
       refuser: `the authorization server ${metadata.issuer}`,
       asked: "the ID-JAG",
     });

@@ -31,13 +31,8 @@ export interface JsonAnswer {
 }
 
 /**
- * Sends one request and reads its JSON answer, whatever the status. Every
- * OAuth request of the daemon comes here, so the rules hold for all: only
- * https URLs (or http on a loopback host); a redirect is followed only
- * within the same origin (a 307 of a token request would re-send its
- * verifier, refresh token or client secret to wherever it points); the
- * whole answer, redirects and body included, within
- * {@linkcode OAUTH_HTTP_TIMEOUT_MS} and {@linkcode MAX_ANSWER_BYTES}.
+ * Sends one request and reads its JSON answer, whatever the status, through
+ * {@linkcode boundedFetch}: every OAuth request of the daemon goes there.
  */
 export async function requestJson(
   url: string,
@@ -60,6 +55,57 @@ export async function requestJson(
     headers["Content-Type"] = "application/x-www-form-urlencoded";
     body = new URLSearchParams(init.form).toString();
   }
+  const response = await boundedFetch(url, {
+    method: init.method,
+    headers,
+    body,
+    timeoutMs: init.timeoutMs,
+  });
+  return await readJsonAnswer(response);
+}
+
+/** Reads a (bounded, already read) answer as JSON, whatever its status. */
+export async function readJsonAnswer(response: Response): Promise<JsonAnswer> {
+  const text = await response.text();
+  let json: unknown;
+  let notJson = false;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    notJson = true;
+  }
+  return { status: response.status, headers: response.headers, json, notJson };
+}
+
+/**
+ * `fetch` with the daemon's rules for OAuth (its own requests, and
+ * oauth4webapi's through its `customFetch`): only https URLs (or http on
+ * a loopback host); a redirect is followed only within the same origin (a
+ * 307 of a token request would re-send its verifier, refresh token or
+ * client secret to wherever it points); the whole answer, redirects and
+ * body included, within {@linkcode OAUTH_HTTP_TIMEOUT_MS} and
+ * {@linkcode MAX_ANSWER_BYTES}. The answer comes back read: a Response
+ * whose body is in memory. Failures are `oauth_failed` errors of one line.
+ */
+export async function boundedFetch(
+  url: string,
+  init: {
+    method?: string;
+    headers?: HeadersInit;
+    body?: BodyInit | null;
+    /** Tests only: another time limit than OAUTH_HTTP_TIMEOUT_MS. */
+    timeoutMs?: number;
+  } = {},
+): Promise<Response> {
+  const headers = new Headers(init.headers);
+  // A form body is sent as text: a redirect may send it again.
+  let body: string | undefined = init.body === undefined || init.body === null
+    ? undefined
+    : typeof init.body === "string"
+    ? init.body
+    : init.body instanceof URLSearchParams
+    ? init.body.toString()
+    : await new Response(init.body).text();
   const timeoutMs = init.timeoutMs ?? OAUTH_HTTP_TIMEOUT_MS;
   const signal = AbortSignal.timeout(timeoutMs);
   const late = () =>
@@ -116,13 +162,13 @@ export async function requestJson(
     ) {
       method = "GET";
       body = undefined;
-      delete headers["Content-Type"];
+      headers.delete("Content-Type");
     }
     target = next;
   }
-  let text: string;
+  let bytes: Uint8Array<ArrayBuffer>;
   try {
-    text = await readLimited(response);
+    bytes = await readLimited(response);
   } catch (error) {
     if (signal.aborted) throw late();
     if (error instanceof TooLarge) {
@@ -134,15 +180,14 @@ export async function requestJson(
     }
     throw failed(`${origin(target)} broke off its answer`);
   }
-  let json: unknown;
-  let notJson = false;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    notJson = true;
-  }
-  return { status: response.status, headers: response.headers, json, notJson };
+  return new Response(
+    NULL_BODY_STATUSES.has(response.status) ? null : bytes,
+    { status: response.status, headers: response.headers },
+  );
 }
+
+/** Statuses whose Response may carry no body. */
+const NULL_BODY_STATUSES = new Set([204, 205, 304]);
 
 /** The absolute URL a redirect's `Location` names, or undefined. */
 function redirectTarget(response: Response, base: string): string | undefined {
@@ -171,8 +216,10 @@ export function origin(url: string): string {
   }
 }
 
-async function readLimited(response: Response): Promise<string> {
-  if (!response.body) return "";
+async function readLimited(
+  response: Response,
+): Promise<Uint8Array<ArrayBuffer>> {
+  if (!response.body) return new Uint8Array();
   const declared = Number(response.headers.get("content-length"));
   if (declared > MAX_ANSWER_BYTES) {
     await response.body.cancel().catch(() => {});
@@ -197,5 +244,5 @@ async function readLimited(response: Response): Promise<string> {
     bytes.set(chunk, offset);
     offset += chunk.length;
   }
-  return new TextDecoder().decode(bytes);
+  return bytes;
 }

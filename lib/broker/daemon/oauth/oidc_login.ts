@@ -16,6 +16,7 @@
 import type { OidcFinished, OidcLoginStatus } from "../../protocol.ts";
 import { BrokerRequestError } from "../request_error.ts";
 import { isFresh, type Token } from "../token_cache.ts";
+import { type Clock, systemClock } from "../clock.ts";
 import {
   AUTHORIZATION_TIMEOUT_MS,
   type StartedFlow,
@@ -27,6 +28,12 @@ import {
   requestDeviceAuthorization,
 } from "./device_grant.ts";
 import { failed, type JsonAnswer, origin, requestJson } from "./http.ts";
+import {
+  type GrantStorage,
+  refreshGrant,
+  rotatedRefreshToken,
+} from "./refresher.ts";
+import { requestCode, revokeToken } from "./token_endpoint.ts";
 import {
   type IdTokenClaims,
   IdTokenError,
@@ -123,11 +130,18 @@ interface Held {
 
 /** The OIDC login of one daemon. */
 export class OidcLogin {
+  /** Every expiry and poll interval (injected by tests). */
+  readonly #clock: Clock;
   #held: Held | undefined;
   #flows = new Map<string, PendingLogin>();
   #refreshing: Promise<Held> | undefined;
   /** Every use of the refresh token, one after another (rotation). */
   #queue: Promise<unknown> = Promise.resolve();
+
+  /** `clock`: the daemon's (the system clock when unset). */
+  constructor(options: { clock?: Clock } = {}) {
+    this.#clock = options.clock ?? systemClock;
+  }
 
   /** True while a login is held (its refresh may still fail). */
   get loggedIn(): boolean {
@@ -296,8 +310,10 @@ export class OidcLogin {
         client: publicClient(config.clientId),
         authorization,
         signal: abort.signal,
-        deadline: Date.now() + AUTHORIZATION_TIMEOUT_MS,
+        deadline: this.#clock.now() + AUTHORIZATION_TIMEOUT_MS,
         retry: "sherlock login --device",
+        now: this.#clock.now,
+        sleep: this.#clock.sleep,
       });
       answer.catch(() => {});
       this.#flows.set(flowId, {
@@ -382,14 +398,17 @@ export class OidcLogin {
         if ("problem" in checked) {
           throw failed(`${checked.problem}${ignoredNote(ignored)}`);
         }
-        answer = await requestJson(provider.metadata.tokenEndpoint, {
-          form: {
-            grant_type: "authorization_code",
-            code: checked.code,
-            redirect_uri: listener.redirectUri,
-            client_id: config.clientId,
-            code_verifier: verifier,
+        answer = await requestCode({
+          server: {
+            issuer: config.issuer,
+            tokenEndpoint: provider.metadata.tokenEndpoint,
+            issParameterSupported: provider.metadata.issParameterSupported,
           },
+          client: { clientId: config.clientId },
+          response: query,
+          state,
+          redirectUri: listener.redirectUri,
+          verifier,
         });
       } else {
         answer = await flow.device!.answer;
@@ -457,7 +476,7 @@ export class OidcLogin {
       expiresAt: held.accessExpiresAt,
       fetchedAt: held.accessFetchedAt,
     };
-    if (isFresh(entry, Date.now())) {
+    if (isFresh(entry, this.#clock.now())) {
       return Promise.resolve(held);
     }
     this.#refreshing ??= this.#serial(() => this.#refresh()).finally(() => {
@@ -482,27 +501,55 @@ export class OidcLogin {
           `the login at ${held.config.issuer} holds no refresh token ("offline_access" in [login] scopes)`,
         );
       }
-      const answer = await requestJson(held.provider.metadata.tokenEndpoint, {
-        form: {
-          ...form,
-          grant_type: "refresh_token",
-          refresh_token: held.refreshToken,
-          client_id: held.config.clientId,
-        },
+      const outcome = await refreshGrant(this.#grantStorage(), {
+        parameters: form,
       });
-      const json = answer.json as Record<string, unknown> | undefined;
-      if (answer.status === 400 && json?.error === "invalid_grant") {
-        this.#forget(held);
+      if (outcome.kind === "dead") {
         throw notLoggedIn(`the login at ${held.config.issuer} has expired`);
       }
-      if (
-        answer.status === 200 && typeof json?.refresh_token === "string" &&
-        this.#held === held
-      ) {
-        this.#held = { ...held, refreshToken: json.refresh_token };
-      }
-      return answer;
+      if (outcome.kind === "none") throw notLoggedIn();
+      return outcome.answer;
     });
+  }
+
+  /**
+   * The login's grant, in memory, for the one refresh (`refresher.ts`):
+   * read at its turn; a rotation kept only while the login is the one
+   * refreshed (a logout or a new login meanwhile wins).
+   */
+  #grantStorage(): GrantStorage {
+    return {
+      read: () => {
+        const held = this.#held;
+        return Promise.resolve(
+          held?.refreshToken
+            ? {
+              refreshToken: held.refreshToken,
+              server: {
+                issuer: held.config.issuer,
+                tokenEndpoint: held.provider.metadata.tokenEndpoint,
+              },
+              client: { clientId: held.config.clientId },
+            }
+            : undefined,
+        );
+      },
+      keep: (spent, answer) => {
+        const held = this.#held;
+        if (!held || held.refreshToken !== spent) return Promise.resolve(false);
+        this.#held = {
+          ...held,
+          refreshToken: rotatedRefreshToken(answer, spent),
+        };
+        return Promise.resolve(true);
+      },
+      markDead: (spent) => {
+        const held = this.#held;
+        if (!held || held.refreshToken !== spent) return Promise.resolve(false);
+        this.#held = undefined;
+        return Promise.resolve(true);
+      },
+    };
   }
 
   /** Runs `task` after every earlier use of the refresh token. */
@@ -521,26 +568,23 @@ export class OidcLogin {
       this.#forget(held);
       throw expired(held);
     }
-    const answer = await requestJson(provider.metadata.tokenEndpoint, {
-      form: {
-        grant_type: "refresh_token",
-        refresh_token: held.refreshToken,
-        client_id: config.clientId,
-      },
-    });
-    const json = answer.json as Record<string, unknown> | undefined;
-    if (answer.status === 400 && json?.error === "invalid_grant") {
-      this.#forget(held);
-      throw expired(held);
-    }
+    const outcome = await refreshGrant(this.#grantStorage());
+    if (outcome.kind === "dead") throw expired(held);
+    if (outcome.kind === "none") throw notLoggedIn();
+    const { answer } = outcome;
     const tokens = tokenAnswer(answer, provider.metadata.tokenEndpoint);
+    const json = answer.json as Record<string, unknown> | undefined;
+    // The rotated refresh token is held already (`keep`): reusing a spent
+    // one revokes the grant at many providers.
+    const rotated = this.#held;
+    if (!rotated) throw notLoggedIn();
     let { claims, idToken } = held;
     if (typeof json?.id_token === "string") {
       const renewed = await validate(json.id_token, { config, provider });
       // A workload login's first claims may be the CI platform's.
       const named = !held.workload || held.workload.claimsFrom === "id_token";
       if (named && renewed.sub !== held.claims.sub) {
-        this.#forget(held);
+        this.#forget(rotated);
         throw failed(
           `the provider ${config.issuer} renewed the login for another subject; run "sherlock login" again`,
         );
@@ -549,18 +593,14 @@ export class OidcLogin {
       idToken = json.id_token;
     }
     // A logout meanwhile: what came back is not kept.
-    if (this.#held !== held) throw notLoggedIn();
-    // The rotated refresh token replaces the spent one before the new
-    // access token is handed out: reusing a spent one revokes the grant at
-    // many providers.
+    if (this.#held !== rotated) throw notLoggedIn();
     const next: Held = {
-      ...held,
+      ...rotated,
       claims,
       idToken,
       accessToken: tokens.accessToken,
-      accessExpiresAt: expiry(tokens.expiresIn),
-      accessFetchedAt: Date.now(),
-      refreshToken: tokens.refreshToken ?? held.refreshToken,
+      accessExpiresAt: expiry(tokens.expiresIn, this.#clock.now()),
+      accessFetchedAt: this.#clock.now(),
       ...(held.workload && idToken !== held.idToken
         ? { workload: { claimsFrom: "id_token" as const } }
         : {}),
@@ -582,8 +622,8 @@ export class OidcLogin {
     this.#held = {
       ...rest,
       accessToken: tokens.accessToken,
-      accessExpiresAt: expiry(tokens.expiresIn),
-      accessFetchedAt: Date.now(),
+      accessExpiresAt: expiry(tokens.expiresIn, this.#clock.now()),
+      accessFetchedAt: this.#clock.now(),
       refreshToken: tokens.refreshToken,
       since: new Date(),
     };
@@ -602,25 +642,15 @@ export class OidcLogin {
     const held = this.#held;
     this.clear();
     if (!held) return { wasLoggedIn: false, revokedAtServer: false };
-    const endpoint = held.provider.metadata.revocationEndpoint;
-    const token = held.refreshToken ?? held.accessToken;
-    let revokedAtServer = false;
-    if (endpoint) {
-      try {
-        const answer = await requestJson(endpoint, {
-          form: {
-            token,
-            token_type_hint: held.refreshToken
-              ? "refresh_token"
-              : "access_token",
-            client_id: held.config.clientId,
-          },
-        });
-        revokedAtServer = answer.status === 200;
-      } catch {
-        // Forgotten here all the same: the operator asked for that.
-      }
-    }
+    const revokedAtServer = await revokeToken({
+      server: {
+        issuer: held.config.issuer,
+        revocationEndpoint: held.provider.metadata.revocationEndpoint,
+      },
+      client: { clientId: held.config.clientId },
+      token: held.refreshToken ?? held.accessToken,
+      hint: held.refreshToken ? "refresh_token" : "access_token",
+    });
     return { wasLoggedIn: true, revokedAtServer };
   }
 
@@ -728,8 +758,8 @@ async function validate(
   }
 }
 
-function expiry(expiresIn: number | undefined): number {
-  return Date.now() + (expiresIn ?? ASSUMED_LIFETIME_S) * 1000;
+function expiry(expiresIn: number | undefined, now: number): number {
+  return now + (expiresIn ?? ASSUMED_LIFETIME_S) * 1000;
 }
 
 /** `not_logged_in`: the client adds `run "sherlock login"`. */

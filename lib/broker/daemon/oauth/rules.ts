@@ -393,6 +393,28 @@ export function chooseScopes(
 }
 
 /**
+ * `scopes` with `offline_access` added when the authorization server lists
+ * it in `scopes_supported`: there it is how a client asks for a refresh
+ * token. Not added to an empty list: a request that names no scope leaves
+ * `scope` out (the server's default), and one word would change that.
+ */
+export function withOfflineAccess(
+  scopes: readonly string[],
+  serverSupported: readonly string[] | undefined,
+): string[] {
+  if (
+    scopes.length === 0 || scopes.includes(OFFLINE_ACCESS) ||
+    !serverSupported?.includes(OFFLINE_ACCESS)
+  ) {
+    return [...scopes];
+  }
+  return limitScopes([...scopes, OFFLINE_ACCESS]);
+}
+
+/** The scope that asks for a refresh token (OpenID Connect Core §11). */
+export const OFFLINE_ACCESS = "offline_access";
+
+/**
  * The most scopes a grant keeps (held and needed together), and the
  * longest they may be joined by spaces: the next authorization URL carries
  * them, and servers answer 414 to URLs of a few KiB.

@@ -9,6 +9,7 @@
 import type { Service } from "../../../services/loader.ts";
 import { BrokerRequestError } from "../request_error.ts";
 import type { Token } from "../token_cache.ts";
+import { systemClock } from "../clock.ts";
 import { HelperError, runCredentialHelper } from "./credential_helper.ts";
 import type { SourceContext, TokenSource } from "./token_source.ts";
 
@@ -27,6 +28,7 @@ async function helperToken(
       command: token.command ?? [],
       timeoutSeconds: token.timeout,
       cwd: context.helperCwd,
+      now: (context.clock ?? systemClock).now,
     });
   } catch (error) {
     if (error instanceof HelperError) {
@@ -38,7 +40,8 @@ async function helperToken(
     throw error;
   }
   if (fetched.expiresAt === undefined && token.ttl !== undefined) {
-    return { token: fetched.token, expiresAt: Date.now() + token.ttl * 1000 };
+    const now = (context.clock ?? systemClock).now();
+    return { token: fetched.token, expiresAt: now + token.ttl * 1000 };
   }
   return fetched;
 }

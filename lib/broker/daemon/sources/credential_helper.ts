@@ -38,6 +38,8 @@ export interface RunHelperOptions {
   timeoutSeconds: number;
   /** The folder it runs in. */
   cwd?: string;
+  /** The daemon's clock, for a relative expiry (the system's when unset). */
+  now?: () => number;
 }
 
 /** The most stderr shown for a failing helper. */
@@ -138,7 +140,7 @@ export async function runCredentialHelper(
   return parseHelperOutput({
     label,
     stdout: new TextDecoder().decode(stdout.bytes()),
-    now: Date.now(),
+    now: (options.now ?? Date.now)(),
   });
 }
 

@@ -19,6 +19,7 @@ import { exchangeMode, TOKEN_EXCHANGE_GRANT } from "../oauth/oidc_login.ts";
 import { oneLine, redactTokens } from "../oauth/rules.ts";
 import { BrokerRequestError } from "../request_error.ts";
 import type { Token } from "../token_cache.ts";
+import { systemClock } from "../clock.ts";
 import type { SourceContext, TokenSource } from "./token_source.ts";
 
 /** The token from the SSO login, exchanged (or refreshed) for the service. */
@@ -152,7 +153,7 @@ async function exchangedToken(
     service: name,
     issuer: metadata.issuer,
     endpoint: metadata.tokenEndpoint,
-    now: Date.now(),
+    now: (context.clock ?? systemClock).now(),
   });
   if (issued instanceof BrokerRequestError) throw issued;
   return issued;

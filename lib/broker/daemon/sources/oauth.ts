@@ -51,6 +51,7 @@ async function oauthToken(
       oidc: context.oidc,
       oauth,
       store,
+      now: context.clock?.now,
     });
   }
   return await oauth.token(service, requireStore(service, context));

@@ -7,6 +7,7 @@
  */
 
 import type { Service } from "../../../services/loader.ts";
+import type { Clock } from "../clock.ts";
 import type { OAuthClient } from "../oauth/client.ts";
 import type { EnterpriseAuthorization } from "../oauth/ema.ts";
 import type { OidcLogin } from "../oauth/oidc_login.ts";
@@ -46,6 +47,8 @@ export interface SourceContext {
   oidc?: OidcLogin;
   /** Enterprise-Managed Authorization for `oauth` services (`ema.ts`). */
   ema?: EnterpriseAuthorization;
+  /** The daemon's clock, which expiries are computed on (the system's when unset). */
+  clock?: Clock;
 }
 
 /**

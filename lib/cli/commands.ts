@@ -419,8 +419,13 @@ export function parseArguments(
   for (; index < args.length; index++) {
     const arg = args[index];
     if (arg === "--") {
-      if (spec.restAfterSeparator) rest = args.slice(index + 1);
-      else positionals.push(...args.slice(index + 1));
+      const after = args.slice(index + 1);
+      if (spec.restAfterSeparator) rest = after;
+      else if (spec.restAfterPositional && after.length > 0) {
+        // `run -- fake --dry-run`: the agent's name, then its own arguments.
+        positionals.push(after[0]);
+        rest = after.slice(1);
+      } else positionals.push(...after);
       break;
     }
     if (!arg.startsWith("-") || arg === "-") {

@@ -192,3 +192,11 @@ Deno.test("parseArguments: run's options stop at the agent's name; the rest is t
   assert.deepEqual(shim.rest, ["-x", "y"]);
   assert.equal(shim.value("--socket"), "/s");
 });
+
+Deno.test("run: -- ends sherlock's options; the next word is the agent, the rest its own", () => {
+  const parsed = parseArguments("run", ["--strict", "--", "fake", "--dry-run"]);
+  assert.ok(parsed.has("--strict"));
+  assert.equal(parsed.has("--dry-run"), false);
+  assert.deepEqual(parsed.positionals, ["fake"]);
+  assert.deepEqual(parsed.rest, ["--dry-run"]);
+});

@@ -17,6 +17,12 @@ function envOf(values: Record<string, string>) {
   return { get: (name: string) => values[name] };
 }
 
+Deno.test("daemonClock: a compiled binary ignores the test clock's variable", () => {
+  const env = envOf({ [TEST_CLOCK_ENV]: "/tmp/any-clock" });
+  assert.equal(daemonClock(env, { compiled: true }), systemClock);
+  assert.notEqual(daemonClock(env, { compiled: false }), systemClock);
+});
+
 Deno.test("daemonClock: the system clock unless the variable names a file; the file's offset read at each use", async () => {
   assert.equal(daemonClock(envOf({})), systemClock);
   const dir = await Deno.makeTempDir();

@@ -2,8 +2,8 @@
  * The broker's OAuth client (MCP authorization 2025-11-25; for a server
  * without protected-resource metadata, the 2025-03-26 discovery): discovery,
  * client registration, the authorization-code flow with PKCE on a loopback
- * listener (`sherlock auth`) or the device grant (`sherlock auth --device`,
- * device_grant.ts), refresh (one at a time per service, the
+ * listener (`sherlock auth`) or the device grant (`sherlock auth --device`),
+ * both run by authorization_flow.ts, refresh (one at a time per service, the
  * rotated refresh token stored before the access token is handed out),
  * revocation and status. A client secret (`[token] client_secret`, or a
  * registration's) goes with every token-endpoint request, by the method

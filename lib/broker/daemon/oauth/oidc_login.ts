@@ -1,10 +1,11 @@
 /**
  * `sherlock login` at an OpenID provider (`[login] provider = "oidc"`): the
  * authorization-code flow with PKCE and a nonce on a loopback listener, or
- * the device grant (RFC 8628); the ID token validated (`id_token.ts`); the
- * provider's tokens kept in this object's memory only — like ssh-agent, a
- * broker restart, an idle lock or a logout forgets them, and the next token
- * request asks for `sherlock login` in one line. One refresh at a time; the
+ * the device grant (RFC 8628), both run by `authorization_flow.ts`; the ID
+ * token validated (`id_token.ts`); the provider's tokens kept in this
+ * object's memory only — like ssh-agent, a broker restart, an idle lock or a
+ * logout forgets them, and the next token request asks for `sherlock login`
+ * in one line. One refresh at a time; the
  * rotated refresh token replaces the spent one before the new access token
  * is handed out. Logout revokes the refresh token (RFC 7009) where offered.
  * A CI runner logs in with a workload token instead (`workload_login.ts`):

@@ -2,8 +2,8 @@
  * The daemon's one clock: every token expiry, refresh margin and device
  * poll interval of the broker reads `now` and waits with `sleep` of the
  * {@linkcode Clock} it was given, so that a test moves time instead of
- * waiting it out (the flows' five-minute timeout and the HTTP time limit
- * stay on the system's timers). The daemon's is {@linkcode daemonClock}: the system clock,
+ * waiting it out, the authorization flows' five-minute timeout too (the
+ * HTTP time limit stays on the system's timers). The daemon's is {@linkcode daemonClock}: the system clock,
  * or — only when {@linkcode TEST_CLOCK_ENV} names a file — the system clock
  * plus the offset (ms) that file holds, which a test raises to make tokens
  * expire and poll intervals pass in a real daemon process.

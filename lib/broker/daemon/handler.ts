@@ -391,7 +391,9 @@ async function route(
     allow("POST");
     const body = await readJson<OAuthFinishRequest>(request);
     const flow = requireString(body, "flow");
-    const status = await context.login.oidc.finish(flow);
+    // The signal aborts when `sherlock login` disconnects (Ctrl-C): the
+    // flow ends and its loopback listener closes at once.
+    const status = await context.login.oidc.finish(flow, request.signal);
     // A new login: no token got with the old one is served again.
     context.tokens.clear();
     context.login.touch();

@@ -2,8 +2,8 @@
  * The broker's OAuth client (MCP authorization 2025-11-25; for a server
  * without protected-resource metadata, the 2025-03-26 discovery): discovery,
  * client registration, the authorization-code flow with PKCE on a loopback
- * listener (`sherlock auth`) or the device grant (`sherlock auth --device`,
- * device_grant.ts), refresh (one at a time per service, the
+ * listener (`sherlock auth`) or the device grant (`sherlock auth --device`),
+ * both run by authorization_flow.ts, refresh (one at a time per service, the
  * rotated refresh token stored before the access token is handed out),
  * revocation and status. A client secret (`[token] client_secret`, or a
  * registration's) goes with every token-endpoint request, by the method
@@ -35,26 +35,22 @@ import {
   writeGrant,
 } from "./grants.ts";
 import { parseBearerChallenge } from "../../../runtime/bearer_challenge.ts";
-import {
-  DEVICE_CODE_GRANT,
-  pollDeviceToken,
-  requestDeviceAuthorization,
-} from "./device_grant.ts";
+import { DEVICE_CODE_GRANT } from "./device_grant.ts";
 import { failed, type JsonAnswer, origin, requestJson } from "./http.ts";
 import { type GrantStorage, refreshGrant } from "./refresher.ts";
-import { requestCode, revokeToken } from "./token_endpoint.ts";
+import { revokeToken } from "./token_endpoint.ts";
+import {
+  AUTHORIZATION_TIMEOUT_MS,
+  AuthorizationFlows,
+  type FlowMessages,
+  type FlowStart,
+} from "./authorization_flow.ts";
 import { signedInAs } from "./id_token.ts";
 import { requestClientCredentials } from "./client_credentials.ts";
-import {
-  CALLBACK_PATH,
-  ignoredNote,
-  listenForRedirect,
-  type LoopbackListener,
-} from "./loopback.ts";
+import { CALLBACK_PATH } from "./loopback.ts";
 import {
   authorizationServerMetadataUrls,
   canonicalResource,
-  checkAuthorizationResponse,
   chooseClientAuthMethod,
   chooseScopes,
   clientAuthentication,
@@ -66,9 +62,7 @@ import {
   MAX_STEP_UPS,
   missingScopes,
   oneLine,
-  pkcePair,
   protectedResourceMetadataUrls,
-  randomString,
   readGrantedScopes,
   readLegacyServerMetadata,
   readResourceMetadata,
@@ -77,9 +71,6 @@ import {
   type ServerMetadata,
   withOfflineAccess,
 } from "./rules.ts";
-
-/** How long `sherlock auth` waits for the browser's redirect. */
-export const AUTHORIZATION_TIMEOUT_MS = 300_000;
 
 /** The lifetime assumed for an access token that states none. */
 const ASSUMED_LIFETIME_S = 300;
@@ -107,29 +98,8 @@ interface FlowTarget {
   reRegisteredFrom?: string;
 }
 
-/** A browser flow: the loopback listener waits for the redirect. */
-interface Flow extends FlowTarget {
-  verifier: string;
-  state: string;
-  redirectUri: string;
-  /** Its `close` ends the flow: a waiting `result` rejects with `why`. */
-  listener: LoopbackListener;
-  timer: ReturnType<typeof setTimeout>;
-}
-
-/** A device-grant flow: the daemon polls while the operator approves. */
-interface DeviceFlow extends FlowTarget {
-  /** The poll; settles with the token endpoint's answer. */
-  answer: Promise<JsonAnswer>;
-  abort: AbortController;
-}
-
 /** What `start` returns: the flow's id and what the operator opens. */
-export interface StartedFlow {
-  flow: string;
-  url: string;
-  /** Device grant only: the code the operator enters at `url`. */
-  userCode?: string;
+export interface StartedFlow extends FlowStart {
   /** Set when discovery fell back to the 2025-03-26 authorization. */
   legacyDiscovery?: LegacyDiscovery;
 }
@@ -158,8 +128,8 @@ export class OAuthClient {
   readonly #clock: Clock;
   /** Discovery of a client-credentials service, kept until a fetch fails. */
   #discovered = new Map<string, Discovered>();
-  #flows = new Map<string, Flow>();
-  #deviceFlows = new Map<string, DeviceFlow>();
+  /** `sherlock auth`'s flows under way, one per service. */
+  readonly #flows: AuthorizationFlows<FlowTarget>;
   #tokens = new Map<string, MemoryToken>();
   #refreshing = new Map<string, Promise<Token>>();
   #unstored = new Map<string, UnstoredRotation>();
@@ -171,6 +141,11 @@ export class OAuthClient {
   /** `clock`: the daemon's (the system clock when unset). */
   constructor(options: { clock?: Clock } = {}) {
     this.#clock = options.clock ?? systemClock;
+    this.#flows = new AuthorizationFlows({
+      clock: this.#clock,
+      unknown: "no such authorization under way (it ended or timed out)",
+      stopped: "the broker stopped",
+    });
   }
 
   /**
@@ -535,16 +510,6 @@ export class OAuthClient {
           } in the store; the broker fetches its tokens itself`,
       });
     }
-    // One flow per service: a new `sherlock auth` replaces one under way
-    // (a browser tab left open must not hold a listener for 5 minutes).
-    for (const [id, flow] of this.#flows) {
-      if (flow.service === name) {
-        this.#endFlow(
-          id,
-          `a newer "sherlock auth ${name}" replaced this one`,
-        );
-      }
-    }
     const discovered = await discover(server.url);
     const metadata = discovered.metadata;
     if (options.device && !metadata.deviceAuthorizationEndpoint) {
@@ -589,53 +554,7 @@ export class OAuthClient {
     const note = discovered.legacy
       ? { legacyDiscovery: discovered.legacy }
       : {};
-    if (options.device) {
-      const started = await this.#startDevice({
-        service: name,
-        issuer: metadata.issuer,
-        client,
-        metadata,
-        resource,
-        scopes,
-        stepUp,
-        reRegisteredFrom,
-      }, store);
-      return { ...started, ...note };
-    }
-    const { verifier, challenge } = await pkcePair();
-    const state = randomString(32);
-    const flowId = randomString(16);
-    const listener = listenForRedirect({
-      state,
-      unfinished:
-        `the authorization of ${name} ended unfinished; run "sherlock auth ${name}" again`,
-      received:
-        "sherlock received the authorization; you can close this window.",
-    });
-    const { redirectUri } = listener;
-    const url = new URL(metadata.authorizationEndpoint);
-    const query: Record<string, string> = {
-      response_type: "code",
-      client_id: client.clientId,
-      redirect_uri: redirectUri,
-      code_challenge: challenge,
-      code_challenge_method: "S256",
-      state,
-    };
-    if (scopes.length > 0) query.scope = scopes.join(" ");
-    if (resource !== null) query.resource = resource;
-    for (const [key, value] of Object.entries(query)) {
-      url.searchParams.set(key, value);
-    }
-    const timer = setTimeout(() => {
-      this.#endFlow(
-        flowId,
-        `no authorization arrived within ${
-          AUTHORIZATION_TIMEOUT_MS / 1000
-        } s; run "sherlock auth ${name}" again${ignoredNote(listener.ignored)}`,
-      );
-    }, AUTHORIZATION_TIMEOUT_MS);
-    this.#flows.set(flowId, {
+    const target: FlowTarget = {
       service: name,
       issuer: metadata.issuer,
       client,
@@ -644,80 +563,70 @@ export class OAuthClient {
       scopes,
       stepUp,
       reRegisteredFrom,
-      verifier,
-      state,
-      redirectUri,
-      listener,
-      timer,
-    });
-    return { flow: flowId, url: url.href, ...note };
+    };
+    const parameters: Record<string, string> = resource !== null
+      ? { resource }
+      : {};
+    const request = {
+      // One flow per service: a new `sherlock auth` replaces one under way
+      // (a browser tab left open must not hold a listener for 5 minutes).
+      key: name,
+      server: metadata,
+      clientId: client.clientId,
+      scopes,
+      authorizationParameters: new URLSearchParams(parameters),
+      tokenParameters: parameters,
+      messages: flowMessages(name, options.device === true),
+      context: target,
+    };
+    if (options.device) {
+      // A confidential client authenticates at both endpoints; its secret
+      // is read once, for the whole poll.
+      const started = await this.#flows.startDevice({
+        ...request,
+        client: {
+          clientId: client.clientId,
+          clientSecret: clientSecret(
+            { ...client, issuer: metadata.issuer },
+            store,
+            name,
+          ),
+          method: client.clientAuth,
+        },
+      });
+      return { ...started, ...note };
+    }
+    return { ...await this.#flows.startBrowser(request), ...note };
   }
 
   /**
-   * Waits for the redirect of flow `flowId`, checks it, exchanges the code
-   * and stores the grant. Returns the service's status. When `signal`
-   * aborts (the `sherlock auth` that waits is gone), the flow ends and its
-   * listener closes at once.
+   * Waits for flow `flowId` to end — the redirect, checked and its code
+   * exchanged, or the device grant's approval — and stores the grant.
+   * Returns the service's status. When `signal` aborts (the `sherlock
+   * auth` that waits is gone), the flow ends and its listener closes at
+   * once.
    */
   async finish(
     flowId: string,
     store: () => SecretStore,
     signal?: AbortSignal,
   ): Promise<OAuthFinished> {
-    const device = this.#deviceFlows.get(flowId);
-    if (device) return await this.#finishDevice(flowId, device, store);
-    const flow = this.#flows.get(flowId);
-    if (!flow) {
-      throw new BrokerRequestError({
-        code: "bad_request",
-        message: "no such authorization under way (it ended or timed out)",
-      });
-    }
-    const interrupted = () =>
-      this.#endFlow(
-        flowId,
-        `the authorization of ${flow.service} was interrupted; run "sherlock auth ${flow.service}" again`,
-      );
-    if (signal?.aborted) interrupted();
-    signal?.addEventListener("abort", interrupted, { once: true });
-    let query: URLSearchParams;
-    try {
-      // The flow's own timer ends it after AUTHORIZATION_TIMEOUT_MS.
-      query = await flow.listener.result;
-    } finally {
-      signal?.removeEventListener("abort", interrupted);
-      this.#endFlow(flowId, "the authorization ended");
-    }
-    const checked = checkAuthorizationResponse(query, {
-      state: flow.state,
-      issuer: flow.issuer,
-      issRequired: flow.metadata.issParameterSupported,
-    });
-    const ignored = flow.listener.ignored;
-    if ("problem" in checked) {
-      throw failed(`${checked.problem}${ignoredNote(ignored)}`);
-    }
-    const answer = await requestCode({
-      server: {
-        issuer: flow.issuer,
-        tokenEndpoint: flow.metadata.tokenEndpoint,
-        issParameterSupported: flow.metadata.issParameterSupported,
+    const { answer, ignored, context: flow } = await this.#flows.finish(
+      flowId,
+      {
+        signal,
+        // Read once the redirect passed its checks.
+        client: (target) => ({
+          clientId: target.client.clientId,
+          clientSecret: clientSecret(
+            { ...target.client, issuer: target.issuer },
+            store(),
+            target.service,
+          ),
+          method: target.client.clientAuth,
+        }),
       },
-      client: {
-        clientId: flow.client.clientId,
-        clientSecret: clientSecret(
-          { ...flow.client, issuer: flow.issuer },
-          store(),
-          flow.service,
-        ),
-        method: flow.client.clientAuth,
-      },
-      response: query,
-      state: flow.state,
-      redirectUri: flow.redirectUri,
-      verifier: flow.verifier,
-      parameters: flow.resource !== null ? { resource: flow.resource } : {},
-    });
+    );
     const status = await this.#keepGrant(flow, answer, store);
     const who = signedInAs(
       (answer.json as Record<string, unknown> | null)?.id_token,
@@ -731,77 +640,6 @@ export class OAuthClient {
         ? { reRegisteredFrom: flow.reRegisteredFrom }
         : {}),
     };
-  }
-
-  /** Asks for a device code and polls for it in the background. */
-  async #startDevice(
-    flow: FlowTarget,
-    store: SecretStore,
-  ): Promise<StartedFlow> {
-    const form: Record<string, string> = {};
-    if (flow.resource !== null) form.resource = flow.resource;
-    // A confidential client authenticates at both endpoints; its secret is
-    // read once, for the whole poll.
-    const client = clientAuthentication({
-      clientId: flow.client.clientId,
-      clientSecret: clientSecret(
-        { ...flow.client, issuer: flow.issuer },
-        store,
-        flow.service,
-      ),
-      method: flow.client.clientAuth,
-    });
-    const authorization = await requestDeviceAuthorization({
-      endpoint: flow.metadata.deviceAuthorizationEndpoint!,
-      client,
-      scopes: flow.scopes,
-      form,
-    });
-    const abort = new AbortController();
-    const answer = pollDeviceToken({
-      tokenEndpoint: flow.metadata.tokenEndpoint,
-      client,
-      authorization,
-      form,
-      signal: abort.signal,
-      deadline: this.#clock.now() + AUTHORIZATION_TIMEOUT_MS,
-      retry: `sherlock auth --device ${flow.service}`,
-      now: this.#clock.now,
-      sleep: this.#clock.sleep,
-    });
-    answer.catch(() => {});
-    const flowId = randomString(16);
-    this.#deviceFlows.set(flowId, { ...flow, answer, abort });
-    // A CLI that went away never finishes: forget the flow once the poll
-    // ended and a finish had ample time to come.
-    answer.catch(() => {}).finally(() => {
-      const timer = setTimeout(
-        () => this.#deviceFlows.delete(flowId),
-        60_000,
-      );
-      Deno.unrefTimer(timer as unknown as number);
-    });
-    return {
-      flow: flowId,
-      url: authorization.verificationUriComplete ??
-        authorization.verificationUri,
-      userCode: authorization.userCode,
-    };
-  }
-
-  async #finishDevice(
-    flowId: string,
-    flow: DeviceFlow,
-    store: () => SecretStore,
-  ): Promise<OAuthFinished> {
-    try {
-      const status = await this.#keepGrant(flow, await flow.answer, store);
-      return flow.reRegisteredFrom
-        ? { ...status, reRegisteredFrom: flow.reRegisteredFrom }
-        : status;
-    } finally {
-      this.#deviceFlows.delete(flowId);
-    }
   }
 
   /** Stores the grant of a token answer that ended a flow. */
@@ -845,22 +683,9 @@ export class OAuthClient {
     return this.status(flow.service, store());
   }
 
-  /** Ends a flow: its waiter gets `why`, its listener closes. */
-  #endFlow(flowId: string, why: string): void {
-    const flow = this.#flows.get(flowId);
-    if (!flow) return;
-    this.#flows.delete(flowId);
-    clearTimeout(flow.timer);
-    flow.listener.close(why);
-  }
-
   /** Ends every flow (the daemon stops). */
   close(): void {
-    for (const id of [...this.#flows.keys()]) {
-      this.#endFlow(id, "the broker stopped");
-    }
-    for (const flow of this.#deviceFlows.values()) flow.abort.abort();
-    this.#deviceFlows.clear();
+    this.#flows.close();
   }
 
   /**
@@ -1131,6 +956,23 @@ export class OAuthClient {
       registered: true,
     };
   }
+}
+
+/** The lines of `sherlock auth <service>`'s flow. */
+function flowMessages(service: string, device: boolean): FlowMessages {
+  const again = `run "sherlock auth ${service}" again`;
+  return {
+    unfinished: `the authorization of ${service} ended unfinished; ${again}`,
+    received: "sherlock received the authorization; you can close this window.",
+    timedOut: `no authorization arrived within ${
+      AUTHORIZATION_TIMEOUT_MS / 1000
+    } s; ${again}`,
+    replaced: `a newer "sherlock auth ${service}" replaced this one`,
+    interrupted: `the authorization of ${service} was interrupted; ${again}`,
+    retry: device
+      ? `sherlock auth --device ${service}`
+      : `sherlock auth ${service}`,
+  };
 }
 
 /**

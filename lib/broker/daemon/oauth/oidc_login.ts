@@ -1,10 +1,11 @@
 /**
  * `sherlock login` at an OpenID provider (`[login] provider = "oidc"`): the
  * authorization-code flow with PKCE and a nonce on a loopback listener, or
- * the device grant (RFC 8628); the ID token validated (`id_token.ts`); the
- * provider's tokens kept in this object's memory only — like ssh-agent, a
- * broker restart, an idle lock or a logout forgets them, and the next token
- * request asks for `sherlock login` in one line. One refresh at a time; the
+ * the device grant (RFC 8628), both run by `authorization_flow.ts`; the ID
+ * token validated (`id_token.ts`); the provider's tokens kept in this
+ * object's memory only — like ssh-agent, a broker restart, an idle lock or a
+ * logout forgets them, and the next token request asks for `sherlock login`
+ * in one line. One refresh at a time; the
  * rotated refresh token replaces the spent one before the new access token
  * is handed out. Logout revokes the refresh token (RFC 7009) where offered.
  * A CI runner logs in with a workload token instead (`workload_login.ts`):
@@ -17,34 +18,25 @@ import type { OidcFinished, OidcLoginStatus } from "../../protocol.ts";
 import { BrokerRequestError } from "../request_error.ts";
 import { isFresh, type Token } from "../token_cache.ts";
 import { type Clock, systemClock } from "../clock.ts";
+import { type StartedFlow, tokenAnswer } from "./client.ts";
 import {
   AUTHORIZATION_TIMEOUT_MS,
-  type StartedFlow,
-  tokenAnswer,
-} from "./client.ts";
-import {
-  type ClientCredentials,
-  pollDeviceToken,
-  requestDeviceAuthorization,
-} from "./device_grant.ts";
+  AuthorizationFlows,
+  type FlowMessages,
+} from "./authorization_flow.ts";
 import { failed, type JsonAnswer, origin, requestJson } from "./http.ts";
 import {
   type GrantStorage,
   refreshGrant,
   rotatedRefreshToken,
 } from "./refresher.ts";
-import { requestCode, revokeToken } from "./token_endpoint.ts";
+import { revokeToken } from "./token_endpoint.ts";
 import {
   type IdTokenClaims,
   IdTokenError,
   type Jwk,
   verifyIdToken,
 } from "./id_token.ts";
-import {
-  ignoredNote,
-  listenForRedirect,
-  type LoopbackListener,
-} from "./loopback.ts";
 import {
   type ClaimsSource,
   heldIdTokenClaims,
@@ -54,9 +46,6 @@ import {
 } from "./workload_login.ts";
 import {
   authorizationServerMetadataUrls,
-  checkAuthorizationResponse,
-  pkcePair,
-  randomString,
   readServerMetadata,
   type ServerMetadata,
 } from "./rules.ts";
@@ -97,19 +86,10 @@ export function exchangeMode(
 /** The lifetime assumed for an access token that states none. */
 const ASSUMED_LIFETIME_S = 300;
 
+/** What a login under way is for. */
 interface PendingLogin {
   config: OidcConfig;
   provider: OidcProvider;
-  /** Browser flow: the listener, the PKCE verifier, state and nonce. */
-  browser?: {
-    listener: LoopbackListener;
-    verifier: string;
-    state: string;
-    nonce: string;
-  };
-  /** Device flow: the poll. */
-  device?: { answer: Promise<JsonAnswer>; abort: AbortController };
-  timer: ReturnType<typeof setTimeout>;
 }
 
 /** The provider's tokens and who they are for: memory only. */
@@ -133,7 +113,8 @@ export class OidcLogin {
   /** Every expiry and poll interval (injected by tests). */
   readonly #clock: Clock;
   #held: Held | undefined;
-  #flows = new Map<string, PendingLogin>();
+  /** The login under way: one at a time, a newer one replaces it. */
+  readonly #flows: AuthorizationFlows<PendingLogin>;
   #refreshing: Promise<Held> | undefined;
   /** Every use of the refresh token, one after another (rotation). */
   #queue: Promise<unknown> = Promise.resolve();
@@ -141,6 +122,10 @@ export class OidcLogin {
   /** `clock`: the daemon's (the system clock when unset). */
   constructor(options: { clock?: Clock } = {}) {
     this.#clock = options.clock ?? systemClock;
+    this.#flows = new AuthorizationFlows({
+      clock: this.#clock,
+      unknown: "no login under way (it ended or timed out)",
+    });
   }
 
   /** True while a login is held (its refresh may still fail). */
@@ -279,7 +264,6 @@ export class OidcLogin {
   ): Promise<StartedFlow> {
     const provider = await discoverProvider(config.issuer);
     const { metadata } = provider;
-    const flowId = randomString(16);
     const extra = new URLSearchParams(
       config.audience ? { audience: config.audience } : {},
     );
@@ -290,6 +274,15 @@ export class OidcLogin {
       ).map((service) => service.resource!),
     );
     for (const resource of resources) extra.append("resource", resource);
+    const request = {
+      key: "login",
+      server: { ...metadata, issuer: config.issuer },
+      clientId: config.clientId,
+      scopes: config.scopes,
+      authorizationParameters: extra,
+      messages: LOGIN_MESSAGES,
+      context: { config, provider },
+    };
     if (options.device) {
       if (!metadata.deviceAuthorizationEndpoint) {
         throw new BrokerRequestError({
@@ -298,36 +291,11 @@ export class OidcLogin {
             `the provider ${config.issuer} offers no device authorization (no device_authorization_endpoint); run "sherlock login" on a machine with a browser, or without --device`,
         });
       }
-      const authorization = await requestDeviceAuthorization({
-        endpoint: metadata.deviceAuthorizationEndpoint,
-        client: publicClient(config.clientId),
-        scopes: [...config.scopes],
-        form: extra,
+      return await this.#flows.startDevice({
+        ...request,
+        messages: { ...LOGIN_MESSAGES, retry: "sherlock login --device" },
+        client: { clientId: config.clientId },
       });
-      const abort = new AbortController();
-      const answer = pollDeviceToken({
-        tokenEndpoint: metadata.tokenEndpoint,
-        client: publicClient(config.clientId),
-        authorization,
-        signal: abort.signal,
-        deadline: this.#clock.now() + AUTHORIZATION_TIMEOUT_MS,
-        retry: "sherlock login --device",
-        now: this.#clock.now,
-        sleep: this.#clock.sleep,
-      });
-      answer.catch(() => {});
-      this.#flows.set(flowId, {
-        config,
-        provider,
-        device: { answer, abort },
-        timer: this.#expire(flowId),
-      });
-      return {
-        flow: flowId,
-        url: authorization.verificationUriComplete ??
-          authorization.verificationUri,
-        userCode: authorization.userCode,
-      };
     }
     if (!metadata.codeChallengeMethods.includes("S256")) {
       throw new BrokerRequestError({
@@ -336,96 +304,31 @@ export class OidcLogin {
           `the provider ${config.issuer} does not advertise PKCE S256; sherlock refuses to sign in without it`,
       });
     }
-    const { verifier, challenge } = await pkcePair();
-    const state = randomString(32);
-    const nonce = randomString(32);
-    const listener = listenForRedirect({
-      state,
-      unfinished: `the login ended unfinished; run "sherlock login" again`,
-      received: "sherlock received the login; you can close this window.",
-    });
-    const url = new URL(metadata.authorizationEndpoint);
-    const query: Record<string, string> = {
-      response_type: "code",
-      client_id: config.clientId,
-      redirect_uri: listener.redirectUri,
-      scope: config.scopes.join(" "),
-      state,
-      nonce,
-      code_challenge: challenge,
-      code_challenge_method: "S256",
-    };
-    for (const [key, value] of Object.entries(query)) {
-      url.searchParams.set(key, value);
-    }
-    for (const [key, value] of extra) url.searchParams.append(key, value);
-    this.#flows.set(flowId, {
-      config,
-      provider,
-      browser: { listener, verifier, state, nonce },
-      timer: this.#expire(flowId),
-    });
-    return { flow: flowId, url: url.href };
+    return await this.#flows.startBrowser({ ...request, nonce: true });
   }
 
   /**
    * Waits for flow `flowId` to end (the redirect, or the device approval),
    * validates the ID token and holds the tokens. Returns the new status.
+   * When `signal` aborts (the `sherlock login` that waits is gone), the
+   * flow ends at once.
    */
-  async finish(flowId: string): Promise<OidcFinished> {
-    const flow = this.#flows.get(flowId);
-    if (!flow) {
-      throw new BrokerRequestError({
-        code: "bad_request",
-        message: "no login under way (it ended or timed out)",
-      });
+  async finish(flowId: string, signal?: AbortSignal): Promise<OidcFinished> {
+    const { answer, ignored, nonce, context } = await this.#flows.finish(
+      flowId,
+      { signal },
+    );
+    const { config, provider } = context;
+    const tokens = tokenAnswer(answer, provider.metadata.tokenEndpoint);
+    const idToken = (answer.json as Record<string, unknown>).id_token;
+    if (typeof idToken !== "string") {
+      throw failed(
+        `the provider ${config.issuer} answered no ID token; [login] scopes must include "openid"`,
+      );
     }
-    try {
-      const { config, provider } = flow;
-      let answer: JsonAnswer;
-      let nonce: string | undefined;
-      let ignored = 0;
-      if (flow.browser) {
-        const { listener, state, verifier } = flow.browser;
-        nonce = flow.browser.nonce;
-        const query = await listener.result;
-        const checked = checkAuthorizationResponse(query, {
-          state,
-          issuer: config.issuer,
-          issRequired: provider.metadata.issParameterSupported,
-        });
-        ignored = listener.ignored;
-        if ("problem" in checked) {
-          throw failed(`${checked.problem}${ignoredNote(ignored)}`);
-        }
-        answer = await requestCode({
-          server: {
-            issuer: config.issuer,
-            tokenEndpoint: provider.metadata.tokenEndpoint,
-            issParameterSupported: provider.metadata.issParameterSupported,
-          },
-          client: { clientId: config.clientId },
-          response: query,
-          state,
-          redirectUri: listener.redirectUri,
-          verifier,
-        });
-      } else {
-        answer = await flow.device!.answer;
-      }
-      const tokens = tokenAnswer(answer, provider.metadata.tokenEndpoint);
-      const idToken = (answer.json as Record<string, unknown>).id_token;
-      if (typeof idToken !== "string") {
-        throw failed(
-          `the provider ${config.issuer} answered no ID token; [login] scopes must include "openid"`,
-        );
-      }
-      const claims = await validate(idToken, { config, provider, nonce });
-      const status = this.#hold({ config, provider, claims, idToken, tokens });
-      return ignored > 0 ? { ...status, ignoredRequests: ignored } : status;
-    } finally {
-      this.#endFlow(flowId);
-    }
+    const claims = await validate(idToken, { config, provider, nonce });
+    const status = this.#hold({ config, provider, claims, idToken, tokens });
+    return ignored > 0 ? { ...status, ignoredRequests: ignored } : status;
   }
 
   /**
@@ -662,31 +565,21 @@ export class OidcLogin {
 
   /** Ends every login under way (the daemon stops). */
   close(): void {
-    for (const id of [...this.#flows.keys()]) this.#endFlow(id);
-  }
-
-  #expire(flowId: string): ReturnType<typeof setTimeout> {
-    return setTimeout(() => {
-      const ignored = this.#flows.get(flowId)?.browser?.listener.ignored ?? 0;
-      this.#endFlow(
-        flowId,
-        `no login arrived within ${
-          AUTHORIZATION_TIMEOUT_MS / 1000
-        } s; run "sherlock login" again${ignoredNote(ignored)}`,
-      );
-    }, AUTHORIZATION_TIMEOUT_MS);
-  }
-
-  /** Ends a flow; a waiting browser flow fails with `why` (when given). */
-  #endFlow(flowId: string, why?: string): void {
-    const flow = this.#flows.get(flowId);
-    if (!flow) return;
-    this.#flows.delete(flowId);
-    clearTimeout(flow.timer);
-    flow.browser?.listener.close(why);
-    flow.device?.abort.abort();
+    this.#flows.close();
   }
 }
+
+/** The lines of `sherlock login`'s flow. */
+const LOGIN_MESSAGES: FlowMessages = {
+  unfinished: `the login ended unfinished; run "sherlock login" again`,
+  received: "sherlock received the login; you can close this window.",
+  timedOut: `no login arrived within ${
+    AUTHORIZATION_TIMEOUT_MS / 1000
+  } s; run "sherlock login" again`,
+  replaced: `a newer "sherlock login" replaced this one`,
+  interrupted: `the login was interrupted; run "sherlock login" again`,
+  retry: "sherlock login",
+};
 
 /**
  * The provider's metadata: OpenID discovery (the issuer's path with
@@ -784,9 +677,4 @@ function expired(held: Held): BrokerRequestError {
       `the login at ${held.config.issuer} from a workload token has expired; run "sherlock login --subject-token-file PATH" (or --subject-token-env VAR) with a fresh one`,
     )
     : notLoggedIn(`the login at ${held.config.issuer} has expired`);
-}
-
-/** A public client's part of a request: its `client_id` in the form. */
-function publicClient(clientId: string): ClientCredentials {
-  return { form: { client_id: clientId }, headers: {} };
 }

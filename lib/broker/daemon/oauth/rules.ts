@@ -303,28 +303,16 @@ export function chooseClientAuthMethod(
  * What identifies the client in a token-endpoint request (RFC 6749
  * §2.3.1): `client_id` in the form for a public client; with a secret,
  * an `Authorization: Basic` header of both, form-encoded first, or both
- * in the form; with a signed `assertion` (`private_key_jwt`, RFC 7523
- * §2.2), the assertion and its type in the form, with `client_id`.
+ * in the form (`private_key_jwt` is oauth4webapi's, client_credentials.ts).
  */
 export function clientAuthentication(
   client: {
     clientId: string;
     clientSecret?: string;
     method?: ClientAuthMethod;
-    assertion?: { type: string; value: string };
   },
 ): { form: Record<string, string>; headers: Record<string, string> } {
-  const { clientId, clientSecret, method, assertion } = client;
-  if (assertion !== undefined) {
-    return {
-      form: {
-        client_id: clientId,
-        client_assertion_type: assertion.type,
-        client_assertion: assertion.value,
-      },
-      headers: {},
-    };
-  }
+  const { clientId, clientSecret, method } = client;
   if (clientSecret === undefined || method === undefined) {
     return { form: { client_id: clientId }, headers: {} };
   }

@@ -100,7 +100,7 @@ export async function requestCode(options: {
     callback,
     options.redirectUri,
     options.verifier,
-    { additionalParameters: options.parameters, ...HTTP },
+    { additionalParameters: options.parameters, ...BOUNDED_HTTP },
   );
   return await readJsonAnswer(response);
 }
@@ -122,7 +122,7 @@ export async function requestRefresh(options: {
     { client_id: client.clientId },
     clientAuth(client),
     options.refreshToken,
-    { additionalParameters: options.parameters, ...HTTP },
+    { additionalParameters: options.parameters, ...BOUNDED_HTTP },
   );
   return await readJsonAnswer(response);
 }
@@ -147,7 +147,7 @@ export async function revokeToken(options: {
       options.token,
       {
         additionalParameters: { token_type_hint: options.hint },
-        ...HTTP,
+        ...BOUNDED_HTTP,
       },
     );
     await processRevocationResponse(response);
@@ -158,11 +158,11 @@ export async function revokeToken(options: {
 }
 
 /**
- * The HTTP options of every request: the daemon's bounded fetch, which
- * also decides the scheme (https, or http on a loopback host), so
- * oauth4webapi's own https-only check is turned off.
+ * The HTTP options of every oauth4webapi request of the daemon: its
+ * bounded fetch, which also decides the scheme (https, or http on a
+ * loopback host), so oauth4webapi's own https-only check is turned off.
  */
-const HTTP = {
+export const BOUNDED_HTTP = {
   [customFetch]: (url: string, init: RequestInit) =>
     boundedFetch(url, {
       method: init.method,
@@ -172,7 +172,10 @@ const HTTP = {
   [allowInsecureRequests]: true,
 } as const;
 
-function authorizationServer(server: TokenServer): AuthorizationServer {
+/** The authorization server as oauth4webapi takes it. */
+export function authorizationServer(
+  server: TokenServer,
+): AuthorizationServer {
   return {
     issuer: server.issuer,
     token_endpoint: server.tokenEndpoint,
@@ -180,7 +183,11 @@ function authorizationServer(server: TokenServer): AuthorizationServer {
   };
 }
 
-function clientAuth(client: TokenClient): ClientAuth {
+/**
+ * The client's authentication as oauth4webapi applies it to a request: a
+ * public client's `client_id`, or its secret by the method chosen.
+ */
+export function clientAuth(client: TokenClient): ClientAuth {
   if (client.clientSecret === undefined || client.method === undefined) {
     return None();
   }

@@ -13,15 +13,17 @@
 
 import {
   type AuthorizationServer,
-  type Client,
-  type ClientAuth,
   deviceAuthorizationRequest,
   deviceCodeGrantRequest,
 } from "oauth4webapi";
 import { BrokerRequestError } from "../request_error.ts";
 import { failed, type JsonAnswer, origin, readJsonAnswer } from "./http.ts";
 import { oneLine } from "./rules.ts";
-import { BOUNDED_HTTP } from "./token_endpoint.ts";
+import {
+  BOUNDED_HTTP,
+  type ClientCredentials,
+  formClient,
+} from "./token_endpoint.ts";
 import { sleep } from "../../../runtime/sleep.ts";
 
 /** The grant type of the token request (RFC 8628 §3.4). */
@@ -132,10 +134,7 @@ export function pollStep(answer: JsonAnswer): PollStep {
  * A client's part of a request: `client_id` (and a secret) in the form, or
  * an `Authorization: Basic` header — rules.ts `clientAuthentication`.
  */
-export interface ClientCredentials {
-  form: Record<string, string>;
-  headers: Record<string, string>;
-}
+export type { ClientCredentials };
 
 /** Asks `endpoint` for a device code (RFC 8628 §3.1). */
 export async function requestDeviceAuthorization(options: {
@@ -150,7 +149,7 @@ export async function requestDeviceAuthorization(options: {
   if (options.scopes.length > 0) {
     parameters.set("scope", options.scopes.join(" "));
   }
-  const { client, auth } = libraryClient(options.client);
+  const { client, auth } = formClient(options.client);
   const response = await deviceAuthorizationRequest(
     server({ device_authorization_endpoint: options.endpoint }),
     client,
@@ -197,7 +196,7 @@ export async function pollDeviceToken(options: {
   const wait = options.sleep ?? sleep;
   const now = options.now ?? Date.now;
   let interval = clampInterval(authorization.interval);
-  const { client, auth } = libraryClient(options.client);
+  const { client, auth } = formClient(options.client);
   const expiresAt = Math.min(
     now() + authorization.expiresIn * 1000,
     options.deadline,
@@ -238,7 +237,7 @@ export async function pollDeviceToken(options: {
 /**
  * The server as oauth4webapi takes it. Its `issuer` is only a placeholder:
  * these callers name endpoints, not the issuer, and the client's
- * authentication here ({@linkcode libraryClient}) does not read it.
+ * authentication here (`formClient`) does not read it.
  */
 function server(
   endpoints: { token_endpoint: string } | {
@@ -246,39 +245,6 @@ function server(
   },
 ): AuthorizationServer {
   return { issuer: origin(Object.values(endpoints)[0]), ...endpoints };
-}
-
-/**
- * {@linkcode ClientCredentials} as oauth4webapi takes them: the client (its
- * `client_id` from the form, or from the Basic header of a confidential
- * client) and an authentication that adds the same fields and headers.
- */
-function libraryClient(
-  credentials: ClientCredentials,
-): { client: Client; auth: ClientAuth } {
-  let clientId: string | undefined = credentials.form.client_id;
-  const basic = /^Basic (.+)$/.exec(
-    credentials.headers.Authorization ?? credentials.headers.authorization ??
-      "",
-  );
-  if (clientId === undefined && basic) {
-    try {
-      // The user part, form-encoded (RFC 6749 §2.3.1).
-      const user = atob(basic[1]).split(":")[0];
-      clientId = new URLSearchParams(`v=${user}`).get("v") ?? undefined;
-    } catch {
-      // Left undefined: oauth4webapi refuses it below.
-    }
-  }
-  const auth: ClientAuth = (_as, _client, body, headers) => {
-    for (const [key, value] of Object.entries(credentials.form)) {
-      body.set(key, value);
-    }
-    for (const [key, value] of Object.entries(credentials.headers)) {
-      headers.set(key, value);
-    }
-  };
-  return { client: { client_id: clientId ?? "" }, auth };
 }
 
 function stopped(

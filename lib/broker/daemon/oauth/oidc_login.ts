@@ -33,7 +33,7 @@ import {
   refreshGrant,
   rotatedRefreshToken,
 } from "./refresher.ts";
-import { requestCode, revokeToken } from "./token_endpoint.ts";
+import { requestCode, requestGrant, revokeToken } from "./token_endpoint.ts";
 import {
   type IdTokenClaims,
   IdTokenError,
@@ -190,8 +190,11 @@ export class OidcLogin {
   ): Promise<OidcLoginStatus> {
     const provider = await discoverProvider(config.issuer);
     const endpoint = provider.metadata.tokenEndpoint;
-    const answer = await requestJson(endpoint, {
-      form: workloadExchangeForm(config, subject),
+    const answer = await requestGrant({
+      server: provider.metadata,
+      client: { clientId: config.clientId },
+      grantType: TOKEN_EXCHANGE_GRANT,
+      parameters: workloadExchangeForm(config, subject),
     });
     const refused = workloadRefusal(answer, {
       issuer: config.issuer,

@@ -17,9 +17,11 @@ import {
   allowInsecureRequests,
   authorizationCodeGrantRequest,
   type AuthorizationServer,
+  type Client,
   type ClientAuth,
   ClientSecretPost,
   customFetch,
+  genericTokenEndpointRequest,
   None,
   processRevocationResponse,
   refreshTokenGrantRequest,
@@ -45,6 +47,16 @@ export interface TokenClient {
   clientSecret?: string;
   /** How the secret is sent; absent for a public client. */
   method?: ClientAuthMethod;
+}
+
+/**
+ * A client's part of a request as rules.ts `clientAuthentication` builds
+ * it: `client_id` (and a secret) in the form, or an `Authorization: Basic`
+ * header.
+ */
+export interface ClientCredentials {
+  form: Record<string, string>;
+  headers: Record<string, string>;
 }
 
 /** The authorization server a request goes to. */
@@ -128,6 +140,38 @@ export async function requestRefresh(options: {
 }
 
 /**
+ * Sends a grant of `grantType` — token exchange (RFC 8693), JWT bearer
+ * (RFC 7523) — with `parameters` (a `grant_type` among them is replaced)
+ * and returns the answer, whatever its status, for the caller to read:
+ * not oauth4webapi's `processGenericTokenEndpointResponse`, which refuses
+ * a `token_type` other than Bearer or DPoP (an ID-JAG's is `N_A`), and
+ * whose errors would replace sherlock's refusals (which name the service
+ * and redact what the server quotes).
+ */
+export async function requestGrant(options: {
+  server: TokenServer;
+  client: TokenClient | ClientCredentials;
+  grantType: string;
+  parameters: URLSearchParams | Record<string, string>;
+}): Promise<JsonAnswer> {
+  const { client, auth } = "form" in options.client
+    ? formClient(options.client)
+    : {
+      client: { client_id: options.client.clientId },
+      auth: clientAuth(options.client),
+    };
+  const response = await genericTokenEndpointRequest(
+    authorizationServer(options.server),
+    client,
+    auth,
+    options.grantType,
+    options.parameters,
+    BOUNDED_HTTP,
+  );
+  return await readJsonAnswer(response);
+}
+
+/**
  * Revokes `token` at the server's revocation endpoint (RFC 7009). True
  * when the server answered 200; false when it has no endpoint, refused,
  * or could not be reached — the caller forgets the grant all the same.
@@ -206,4 +250,37 @@ export function clientAuth(client: TokenClient): ClientAuth {
   return (_as, _client, _body, requestHeaders) => {
     requestHeaders.set("authorization", headers.Authorization);
   };
+}
+
+/**
+ * A client's {@linkcode ClientCredentials} as oauth4webapi takes them: the client (its
+ * `client_id` from the form, or from the Basic header of a confidential
+ * client) and an authentication that adds the same fields and headers.
+ */
+export function formClient(
+  credentials: ClientCredentials,
+): { client: Client; auth: ClientAuth } {
+  let clientId: string | undefined = credentials.form.client_id;
+  const basic = /^Basic (.+)$/.exec(
+    credentials.headers.Authorization ?? credentials.headers.authorization ??
+      "",
+  );
+  if (clientId === undefined && basic) {
+    try {
+      // The user part, form-encoded (RFC 6749 §2.3.1).
+      const user = atob(basic[1]).split(":")[0];
+      clientId = new URLSearchParams(`v=${user}`).get("v") ?? undefined;
+    } catch {
+      // Left undefined: oauth4webapi refuses it below.
+    }
+  }
+  const auth: ClientAuth = (_as, _client, body, headers) => {
+    for (const [key, value] of Object.entries(credentials.form)) {
+      body.set(key, value);
+    }
+    for (const [key, value] of Object.entries(credentials.headers)) {
+      headers.set(key, value);
+    }
+  };
+  return { client: { client_id: clientId ?? "" }, auth };
 }

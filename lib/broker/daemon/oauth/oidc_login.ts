@@ -34,6 +34,7 @@ import {
   rotatedRefreshToken,
 } from "./refresher.ts";
 import { requestCode, requestGrant, revokeToken } from "./token_endpoint.ts";
+import { discoverProvider, type OidcProvider } from "./discovery.ts";
 import {
   type IdTokenClaims,
   IdTokenError,
@@ -53,11 +54,9 @@ import {
   workloadRefusal,
 } from "./workload_login.ts";
 import {
-  authorizationServerMetadataUrls,
   checkAuthorizationResponse,
   pkcePair,
   randomString,
-  readServerMetadata,
   type ServerMetadata,
 } from "./rules.ts";
 
@@ -67,12 +66,6 @@ export interface OidcConfig {
   clientId: string;
   scopes: readonly string[];
   audience?: string;
-}
-
-/** What discovery found at the provider. */
-export interface OidcProvider {
-  metadata: ServerMetadata;
-  jwksUri: string;
 }
 
 /** The grant type RFC 8693 registers, as discovery lists it. */
@@ -689,45 +682,6 @@ export class OidcLogin {
     flow.browser?.listener.close(why);
     flow.device?.abort.abort();
   }
-}
-
-/**
- * The provider's metadata: OpenID discovery (the issuer's path with
- * `/.well-known/openid-configuration` appended), then RFC 8414. The
- * metadata must name the configured issuer, and a `jwks_uri`.
- */
-export async function discoverProvider(issuer: string): Promise<OidcProvider> {
-  const base = issuer.replace(/\/$/, "");
-  const urls = [
-    `${base}/.well-known/openid-configuration`,
-    ...authorizationServerMetadataUrls(issuer),
-  ].filter((url, index, all) => all.indexOf(url) === index);
-  for (const url of urls) {
-    const answer = await requestJson(url);
-    if (answer.status !== 200 || answer.notJson) continue;
-    const metadata = readServerMetadata(answer.json, issuer);
-    if (typeof metadata === "string") {
-      throw new BrokerRequestError({
-        code: "oauth_unsupported",
-        message: `${metadata}; check [login] issuer in config.toml`,
-      });
-    }
-    const jwksUri = (answer.json as Record<string, unknown>).jwks_uri;
-    if (typeof jwksUri !== "string") {
-      throw new BrokerRequestError({
-        code: "oauth_unsupported",
-        message:
-          `the provider ${issuer} publishes no jwks_uri: it is not an OpenID provider`,
-      });
-    }
-    return { metadata, jwksUri };
-  }
-  throw new BrokerRequestError({
-    code: "oauth_unsupported",
-    message: `${
-      origin(issuer)
-    } publishes no OpenID configuration for ${issuer}; check [login] issuer in config.toml`,
-  });
 }
 
 /** The ID token's claims, its signature checked with the provider's JWKS. */

@@ -126,7 +126,9 @@ export async function discover(serverUrl: string): Promise<Discovered> {
  * (then OpenID discovery there); when the RFC 8414 URL answers 404 and no
  * OpenID metadata is there either, the default endpoints at the origin.
  * Any other answer to the RFC 8414 URL is a failure, not a reason to
- * guess endpoints.
+ * guess endpoints. No issuer is known beforehand, so the answer is not
+ * `processDiscoveryResponse`'s: {@linkcode readLegacyServerMetadata} says
+ * which issuers are the server's.
  */
 async function discoverLegacy(
   serverUrl: string,
@@ -352,7 +354,12 @@ export interface ResourceMetadata {
   scopesSupported?: string[];
 }
 
-/** Checks RFC 9728 metadata; returns a problem (one line) or the parts. */
+/**
+ * Checks RFC 9728 metadata; returns a problem (one line) or the parts.
+ * Not oauth4webapi's `processResourceDiscoveryResponse`: it takes only a
+ * `resource` equal to the URL asked, and sherlock also takes one that is a
+ * parent of the server's URL (servers publish their origin).
+ */
 export function readResourceMetadata(
   body: unknown,
   serverUrl: string,

@@ -14,6 +14,7 @@
  * @module
  */
 
+import { dynamicClientRegistrationRequest } from "oauth4webapi";
 import type { Service } from "../../../services/loader.ts";
 import type {
   LegacyDiscovery,
@@ -39,9 +40,9 @@ import {
   pollDeviceToken,
   requestDeviceAuthorization,
 } from "./device_grant.ts";
-import { failed, type JsonAnswer, origin, requestJson } from "./http.ts";
+import { failed, type JsonAnswer, origin, readJsonAnswer } from "./http.ts";
 import { type GrantStorage, refreshGrant } from "./refresher.ts";
-import { requestCode, revokeToken } from "./token_endpoint.ts";
+import { BOUNDED_HTTP, requestCode, revokeToken } from "./token_endpoint.ts";
 import { signedInAs } from "./id_token.ts";
 import { discover, type Discovered } from "./discovery.ts";
 import { requestClientCredentials } from "./client_credentials.ts";
@@ -1065,8 +1066,12 @@ export class OAuthClient {
       );
     }
     const jwtBearer = redeemsIdJag(metadata);
-    const answer = await requestJson(metadata.registrationEndpoint, {
-      body: JSON.stringify({
+    const response = await dynamicClientRegistrationRequest(
+      {
+        issuer: metadata.issuer,
+        registration_endpoint: metadata.registrationEndpoint,
+      },
+      {
         client_name: "sherlock",
         application_type: "native",
         redirect_uris: [`http://127.0.0.1${CALLBACK_PATH}`],
@@ -1078,9 +1083,13 @@ export class OAuthClient {
         ],
         response_types: ["code"],
         token_endpoint_auth_method: "none",
-      }),
-      headers: { "Content-Type": "application/json" },
-    });
+      },
+      BOUNDED_HTTP,
+    );
+    // Read here, not by oauth4webapi's processDynamicClientRegistrationResponse:
+    // it takes only HTTP 201 and wants `client_secret_expires_at` beside any
+    // secret, and servers answer 200 (or leave it out) and work.
+    const answer = await readJsonAnswer(response);
     const json = answer.json as Record<string, unknown> | undefined;
     if (answer.status !== 201 && answer.status !== 200) {
       throw failed(

@@ -72,6 +72,9 @@ import {
   withOfflineAccess,
 } from "./rules.ts";
 
+// Discovery moved to discovery.ts; importers of client.ts keep working.
+export { discover, type Discovered };
+
 /** How long `sherlock auth` waits for the browser's redirect. */
 export const AUTHORIZATION_TIMEOUT_MS = 300_000;
 

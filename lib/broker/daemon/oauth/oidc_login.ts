@@ -60,6 +60,9 @@ import {
   type ServerMetadata,
 } from "./rules.ts";
 
+// Discovery moved to discovery.ts; importers of oidc_login.ts keep working.
+export { discoverProvider, type OidcProvider };
+
 /** `[login]` of config.toml with `provider = "oidc"`, defaults applied. */
 export interface OidcConfig {
   issuer: string;

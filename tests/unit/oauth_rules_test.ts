@@ -1,34 +1,37 @@
 /**
- * The OAuth client's pure rules (`lib/broker/daemon/oauth/rules.ts`): the
- * challenge parser, where metadata is looked for, what metadata must hold,
+ * The OAuth client's pure rules (`lib/broker/daemon/oauth/rules.ts`, and
+ * the readers of `discovery.ts`): the challenge parser, where metadata is
+ * looked for, what metadata must hold,
  * scope choice, the authorization response's checks, PKCE, how a client
  * secret is sent, a token response's scopes.
  */
 
 import assert from "node:assert/strict";
 import {
-  authorizationServerMetadataUrls,
   canonicalResource,
   checkAuthorizationResponse,
   chooseClientAuthMethod,
   chooseScopes,
   clientAuthentication,
-  defaultEndpoints,
-  legacyServerMetadataUrls,
   limitScopes,
   MAX_CHALLENGED_SCOPES,
   MAX_GRANT_SCOPE_CHARACTERS,
   MAX_GRANT_SCOPES,
   missingScopes,
   pkcePair,
-  protectedResourceMetadataUrls,
   readChallengedScopes,
   readGrantedScopes,
+  withOfflineAccess,
+} from "../../lib/broker/daemon/oauth/rules.ts";
+import {
+  authorizationServerMetadataUrls,
+  defaultEndpoints,
+  legacyServerMetadataUrls,
+  protectedResourceMetadataUrls,
   readLegacyServerMetadata,
   readResourceMetadata,
   readServerMetadata,
-  withOfflineAccess,
-} from "../../lib/broker/daemon/oauth/rules.ts";
+} from "../../lib/broker/daemon/oauth/discovery.ts";
 import { parseBearerChallenge } from "../../lib/runtime/bearer_challenge.ts";
 import { service } from "../helpers/services.ts";
 

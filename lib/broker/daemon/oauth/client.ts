@@ -14,6 +14,7 @@
  * @module
  */
 
+import { dynamicClientRegistrationRequest } from "oauth4webapi";
 import type { Service } from "../../../services/loader.ts";
 import type {
   LegacyDiscovery,
@@ -34,11 +35,10 @@ import {
   writeClient,
   writeGrant,
 } from "./grants.ts";
-import { parseBearerChallenge } from "../../../runtime/bearer_challenge.ts";
 import { DEVICE_CODE_GRANT } from "./device_grant.ts";
-import { failed, type JsonAnswer, origin, requestJson } from "./http.ts";
+import { failed, type JsonAnswer, origin, readJsonAnswer } from "./http.ts";
 import { type GrantStorage, refreshGrant } from "./refresher.ts";
-import { revokeToken } from "./token_endpoint.ts";
+import { BOUNDED_HTTP, revokeToken } from "./token_endpoint.ts";
 import {
   AUTHORIZATION_TIMEOUT_MS,
   AuthorizationFlows,
@@ -46,31 +46,28 @@ import {
   type FlowStart,
 } from "./authorization_flow.ts";
 import { signedInAs } from "./id_token.ts";
+import { discover, type Discovered } from "./discovery.ts";
 import { requestClientCredentials } from "./client_credentials.ts";
 import { CALLBACK_PATH } from "./loopback.ts";
 import {
-  authorizationServerMetadataUrls,
   canonicalResource,
   chooseClientAuthMethod,
   chooseScopes,
   clientAuthentication,
   type ClientAuthMethod,
-  defaultEndpoints,
   JWT_BEARER_GRANT,
-  legacyServerMetadataUrls,
   limitScopes,
   MAX_STEP_UPS,
   missingScopes,
   oneLine,
-  protectedResourceMetadataUrls,
   readGrantedScopes,
-  readLegacyServerMetadata,
-  readResourceMetadata,
-  readServerMetadata,
   redeemsIdJag,
   type ServerMetadata,
   withOfflineAccess,
 } from "./rules.ts";
+
+// Discovery moved to discovery.ts; importers of client.ts keep working.
+export { discover, type Discovered };
 
 /** The lifetime assumed for an access token that states none. */
 const ASSUMED_LIFETIME_S = 300;
@@ -897,8 +894,12 @@ export class OAuthClient {
       );
     }
     const jwtBearer = redeemsIdJag(metadata);
-    const answer = await requestJson(metadata.registrationEndpoint, {
-      body: JSON.stringify({
+    const response = await dynamicClientRegistrationRequest(
+      {
+        issuer: metadata.issuer,
+        registration_endpoint: metadata.registrationEndpoint,
+      },
+      {
         client_name: "sherlock",
         application_type: "native",
         redirect_uris: [`http://127.0.0.1${CALLBACK_PATH}`],
@@ -910,9 +911,13 @@ export class OAuthClient {
         ],
         response_types: ["code"],
         token_endpoint_auth_method: "none",
-      }),
-      headers: { "Content-Type": "application/json" },
-    });
+      },
+      BOUNDED_HTTP,
+    );
+    // Read here, not by oauth4webapi's processDynamicClientRegistrationResponse:
+    // it takes only HTTP 201 and wants `client_secret_expires_at` beside any
+    // secret, and servers answer 200 (or leave it out) and work.
+    const answer = await readJsonAnswer(response);
     const json = answer.json as Record<string, unknown> | undefined;
     if (answer.status !== 201 && answer.status !== 200) {
       throw failed(
@@ -990,132 +995,9 @@ function memoryToken(
   return { token: tokens.accessToken, expiresAt, fetchedAt };
 }
 
-/** What discovery found for a server URL. */
-export interface Discovered {
-  metadata: ServerMetadata;
-  challengeScope?: string;
-  scopesSupported?: string[];
-  /** Set when the server publishes no protected-resource metadata. */
-  legacy?: LegacyDiscovery;
-}
-
-/**
- * Discovery: an unauthenticated request to the server, whose 401 may name
- * the resource metadata; else the well-known URIs; then the authorization
- * server's metadata (RFC 8414, then OpenID discovery). A server that asks
- * for authorization but publishes no resource metadata gets the 2025-03-26
- * discovery (`discoverLegacy`).
- */
-export async function discover(serverUrl: string): Promise<Discovered> {
-  const probe = await requestJson(serverUrl, {
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 0,
-      method: "initialize",
-      params: {
-        protocolVersion: "2025-11-25",
-        capabilities: {},
-        clientInfo: { name: "sherlock", version: "0" },
-      },
-    }),
-    headers: {
-      "Content-Type": "application/json",
-      Accept: "application/json, text/event-stream",
-    },
-  });
-  const challenge = probe.status === 401
-    ? parseBearerChallenge(probe.headers.get("www-authenticate"))
-    : undefined;
-  const candidates = challenge?.resourceMetadata
-    ? [challenge.resourceMetadata]
-    : protectedResourceMetadataUrls(serverUrl);
-  let resource: ReturnType<typeof readResourceMetadata> | undefined;
-  for (const url of candidates) {
-    const answer = await requestJson(url);
-    if (answer.status !== 200) continue;
-    resource = readResourceMetadata(answer.json, serverUrl);
-    break;
-  }
-  if (resource === undefined) {
-    // No RFC 9728 metadata: a server of the 2025-03-26 authorization, if
-    // it asks for authorization at all.
-    if (probe.status !== 401) {
-      throw unsupported(
-        `${serverUrl} publishes no protected-resource metadata (RFC 9728) and answered ${probe.status}, not 401, without a token; it does not speak MCP authorization`,
-      );
-    }
-    return await discoverLegacy(serverUrl, challenge?.scope);
-  }
-  if (typeof resource === "string") throw failed(resource);
-  const issuer = resource.authorizationServers[0];
-  let problem = `${
-    origin(issuer)
-  } publishes no authorization server metadata for ${issuer}`;
-  for (const url of authorizationServerMetadataUrls(issuer)) {
-    const answer = await requestJson(url);
-    if (answer.status !== 200) continue;
-    if (answer.notJson) {
-      problem = `${
-        origin(url)
-      } answered its metadata with something that is not JSON`;
-      continue;
-    }
-    const metadata = readServerMetadata(answer.json, issuer);
-    if (typeof metadata === "string") throw failed(metadata);
-    return {
-      metadata,
-      challengeScope: challenge?.scope,
-      scopesSupported: resource.scopesSupported,
-    };
-  }
-  throw failed(problem);
-}
-
-/**
- * Discovery as the 2025-03-26 authorization had it, for a server with no
- * protected-resource metadata: RFC 8414 metadata at the server's origin
- * (then OpenID discovery there); when the RFC 8414 URL answers 404 and no
- * OpenID metadata is there either, the default endpoints at the origin.
- * Any other answer to the RFC 8414 URL is a failure, not a reason to
- * guess endpoints.
- */
-async function discoverLegacy(
-  serverUrl: string,
-  challengeScope: string | undefined,
-): Promise<Discovered> {
-  const [rfc8414, ...others] = legacyServerMetadataUrls(serverUrl);
-  for (const url of [rfc8414, ...others]) {
-    const answer = await requestJson(url);
-    if (answer.status !== 200) {
-      if (url !== rfc8414 || answer.status === 404) continue;
-      throw failed(
-        `${serverUrl} publishes no protected-resource metadata (RFC 9728) and ${url} answered ${answer.status}, not its metadata nor 404`,
-      );
-    }
-    if (answer.notJson) {
-      throw failed(
-        `${origin(url)} answered its metadata with something that is not JSON`,
-      );
-    }
-    const metadata = readLegacyServerMetadata(answer.json, serverUrl);
-    if (typeof metadata === "string") throw failed(metadata);
-    return {
-      metadata,
-      challengeScope,
-      legacy: { via: "server_metadata", issuer: metadata.issuer },
-    };
-  }
-  const metadata = defaultEndpoints(serverUrl);
-  return {
-    metadata,
-    challengeScope,
-    legacy: { via: "default_endpoints", issuer: metadata.issuer },
-  };
-}
-
 /** The parts of a token endpoint's answer; throws on an error answer. */
 export function tokenAnswer(
-  answer: Awaited<ReturnType<typeof requestJson>>,
+  answer: JsonAnswer,
   endpoint: string,
 ): {
   accessToken: string;

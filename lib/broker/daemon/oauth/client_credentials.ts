@@ -6,21 +6,29 @@
  * `client_secret_basic` or `client_secret_post`, as the server's metadata
  * names) or its `client_key` (a private key that signs a `private_key_jwt`
  * assertion, RFC 7523). No browser, no `sherlock auth`, no refresh token:
- * an access token that expires is fetched anew.
+ * an access token that expires is fetched anew. The request and the
+ * client's authentication are oauth4webapi's (`clientCredentialsGrantRequest`,
+ * `PrivateKeyJwt`), over the daemon's bounded fetch.
  *
  * @module
  */
 
+import {
+  type ClientAuth,
+  clientCredentialsGrantRequest,
+  modifyAssertion,
+  PrivateKeyJwt,
+} from "oauth4webapi";
 import type { Service } from "../../../services/loader.ts";
 import { BrokerRequestError } from "../request_error.ts";
 import type { SecretStore } from "../secret_store.ts";
-import { JWT_ASSERTION_TYPE, signClientAssertion } from "./client_assertion.ts";
-import { type JsonAnswer, requestJson } from "./http.ts";
+import { type JsonAnswer, readJsonAnswer } from "./http.ts";
+import { chooseClientAuthMethod, type ServerMetadata } from "./rules.ts";
 import {
-  chooseClientAuthMethod,
-  clientAuthentication,
-  type ServerMetadata,
-} from "./rules.ts";
+  authorizationServer,
+  BOUNDED_HTTP,
+  clientAuth,
+} from "./token_endpoint.ts";
 
 /** The grant type of a token request with no person. */
 export const CLIENT_CREDENTIALS_GRANT = "client_credentials";
@@ -46,17 +54,21 @@ export async function requestClientCredentials(
 ): Promise<JsonAnswer> {
   const { service, metadata } = options;
   const name = service.service.name;
-  const client = await authenticate(options);
-  const form: Record<string, string> = {
-    grant_type: CLIENT_CREDENTIALS_GRANT,
-    ...client.form,
-  };
-  if (options.resource !== null) form.resource = options.resource;
-  if (options.scopes.length > 0) form.scope = options.scopes.join(" ");
-  const answer = await requestJson(metadata.tokenEndpoint, {
-    form,
-    headers: client.headers,
-  });
+  const authentication = await authenticate(options);
+  const parameters: Record<string, string> = {};
+  if (options.resource !== null) parameters.resource = options.resource;
+  if (options.scopes.length > 0) parameters.scope = options.scopes.join(" ");
+  const response = await clientCredentialsGrantRequest(
+    authorizationServer({
+      issuer: metadata.issuer,
+      tokenEndpoint: metadata.tokenEndpoint,
+    }),
+    { client_id: service.token.client_id as string },
+    authentication,
+    parameters,
+    BOUNDED_HTTP,
+  );
+  const answer = await readJsonAnswer(response);
   const json = answer.json as Record<string, unknown> | undefined;
   if (answer.status === 401 || json?.error === "invalid_client") {
     throw new BrokerRequestError({
@@ -70,7 +82,7 @@ export async function requestClientCredentials(
   return answer;
 }
 
-/** The form fields and headers that authenticate the client. */
+/** How the client authenticates: its secret, or an assertion its key signs. */
 async function authenticate(
   options: {
     service: Service;
@@ -78,7 +90,7 @@ async function authenticate(
     metadata: ServerMetadata;
     now: number;
   },
-): Promise<{ form: Record<string, string>; headers: Record<string, string> }> {
+): Promise<ClientAuth> {
   const { service, store, metadata } = options;
   const name = service.service.name;
   const clientId = service.token.client_id as string;
@@ -102,25 +114,29 @@ async function authenticate(
         `the authorization server ${metadata.issuer} does not take private_key_jwt at its token endpoint; use [token] client_secret instead of client_key in services.d/${name}.toml`,
       );
     }
-    const signed = await signClientAssertion({
-      clientId,
-      audience: metadata.issuer,
-      pem: stored,
+    const { key, algorithm } = await importClientKey(stored, {
       service: name,
       keyName,
-      now: options.now,
     });
     const algorithms = metadata.tokenEndpointAuthSigningAlgorithms;
-    if (algorithms !== undefined && !algorithms.includes(signed.algorithm)) {
+    if (algorithms !== undefined && !algorithms.includes(algorithm)) {
       throw unsupported(
         `the authorization server ${metadata.issuer} takes ${
           algorithms.join(", ")
-        } assertions, and service ${name}'s client key signs ${signed.algorithm}; store a key of a type it takes`,
+        } assertions, and service ${name}'s client key signs ${algorithm}; store a key of a type it takes`,
       );
     }
-    return clientAuthentication({
-      clientId,
-      assertion: { type: JWT_ASSERTION_TYPE, value: signed.assertion },
+    // `aud` is the issuer (RFC 7523 §3; MCP's client-credentials extension
+    // names it), as oauth4webapi sets it; the times come from the daemon's
+    // clock, which a test may move.
+    const iat = Math.floor(options.now / 1000);
+    return PrivateKeyJwt(key, {
+      [modifyAssertion]: (header, payload) => {
+        header.typ = "JWT";
+        payload.iat = iat;
+        payload.nbf = iat;
+        payload.exp = iat + ASSERTION_LIFETIME_S;
+      },
     });
   }
   const method = chooseClientAuthMethod(methods);
@@ -133,7 +149,57 @@ async function authenticate(
       } in services.d/${name}.toml`,
     );
   }
-  return clientAuthentication({ clientId, clientSecret: stored, method });
+  return clientAuth({ clientId, clientSecret: stored, method });
+}
+
+/** How long an assertion is valid: the token request follows at once. */
+const ASSERTION_LIFETIME_S = 60;
+
+/**
+ * The key of a PKCS#8 PEM, RSA or P-256, and the algorithm it signs with
+ * (RS256, ES256). Read here, not by `jose`'s `importPKCS8`: that one takes
+ * a PEM with its line breaks and needs the algorithm first, while
+ * `sherlock secret set` stores one line (the PEM's breaks removed, or its
+ * base64 body alone) and the key's type picks the algorithm. Throws
+ * `invalid_config`, never quoting the key.
+ */
+async function importClientKey(
+  pem: string,
+  names: { service: string; keyName: string },
+): Promise<{ key: CryptoKey; algorithm: "RS256" | "ES256" }> {
+  const match =
+    /^\s*(?:-----BEGIN PRIVATE KEY-----)?([A-Za-z0-9+/=\s]+?)(?:-----END PRIVATE KEY-----)?\s*$/
+      .exec(pem);
+  const der = match ? decodeBase64(match[1].replace(/\s+/g, "")) : undefined;
+  if (der !== undefined) {
+    const tries = [
+      ["ES256", { name: "ECDSA", namedCurve: "P-256" }],
+      ["RS256", { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }],
+    ] as const;
+    for (const [algorithm, params] of tries) {
+      try {
+        const key = await crypto.subtle.importKey("pkcs8", der, params, false, [
+          "sign",
+        ]);
+        return { key, algorithm };
+      } catch {
+        // Not this type: try the next.
+      }
+    }
+  }
+  throw new BrokerRequestError({
+    code: "invalid_config",
+    message:
+      `service ${names.service}'s client key "${names.keyName}" is not a PKCS#8 PEM private key (RSA or P-256 EC, "-----BEGIN PRIVATE KEY-----"); store one with "tr -d '\\n' < key.pem | sherlock secret set ${names.keyName}" (convert another form with "openssl pkcs8 -topk8 -nocrypt")`,
+  });
+}
+
+function decodeBase64(text: string): Uint8Array<ArrayBuffer> | undefined {
+  try {
+    return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+  } catch {
+    return undefined;
+  }
 }
 
 function unsupported(message: string): BrokerRequestError {

@@ -3,14 +3,27 @@
  * and `sherlock login --device`: ask the server for a device code, hand the
  * verification URI and user code to the CLI, and poll the token endpoint at
  * the server's interval until the operator approved on another device.
- * The device code never leaves the daemon.
+ * The device code never leaves the daemon. Both requests are oauth4webapi's
+ * (`deviceAuthorizationRequest`, `deviceCodeGrantRequest`) over the
+ * daemon's bounded fetch; the poll's timing and the answers' reading are
+ * sherlock's (see {@linkcode readDeviceAuthorization}, {@linkcode pollStep}).
  *
  * @module
  */
 
+import {
+  type AuthorizationServer,
+  deviceAuthorizationRequest,
+  deviceCodeGrantRequest,
+} from "oauth4webapi";
 import { BrokerRequestError } from "../request_error.ts";
-import { failed, type JsonAnswer, origin, requestJson } from "./http.ts";
+import { failed, type JsonAnswer, origin, readJsonAnswer } from "./http.ts";
 import { oneLine } from "./rules.ts";
+import {
+  BOUNDED_HTTP,
+  type ClientCredentials,
+  formClient,
+} from "./token_endpoint.ts";
 import { sleep } from "../../../runtime/sleep.ts";
 
 /** The grant type of the token request (RFC 8628 §3.4). */
@@ -55,7 +68,11 @@ export type PollStep =
 
 /**
  * Checks a device authorization answer; returns the parts or a problem
- * (one line, no code in it).
+ * (one line, no code in it). Read here rather than by oauth4webapi's
+ * `processDeviceAuthorizationResponse`, which refuses an answer without
+ * `expires_in` (the daemon assumes 600 s, as it always has) and leaves
+ * the interval unbounded; and the CLI shows these strings, so they go
+ * through `oneLine`.
  */
 export function readDeviceAuthorization(
   answer: JsonAnswer,
@@ -91,7 +108,11 @@ export function readDeviceAuthorization(
   };
 }
 
-/** What one token-endpoint answer to a poll means. */
+/**
+ * What one token-endpoint answer to a poll means. Read here, not by
+ * oauth4webapi's `processDeviceCodeResponse`: a granted answer goes to the
+ * caller's lenient token reader (`tokenAnswer`), like every grant's.
+ */
 export function pollStep(answer: JsonAnswer): PollStep {
   if (answer.status === 200) return { kind: "token" };
   const json = answer.json as Record<string, unknown> | undefined;
@@ -113,10 +134,7 @@ export function pollStep(answer: JsonAnswer): PollStep {
  * A client's part of a request: `client_id` (and a secret) in the form, or
  * an `Authorization: Basic` header — rules.ts `clientAuthentication`.
  */
-export interface ClientCredentials {
-  form: Record<string, string>;
-  headers: Record<string, string>;
-}
+export type { ClientCredentials };
 
 /** Asks `endpoint` for a device code (RFC 8628 §3.1). */
 export async function requestDeviceAuthorization(options: {
@@ -127,15 +145,19 @@ export async function requestDeviceAuthorization(options: {
   /** More form fields: `resource` (perhaps several), `audience`. */
   form?: Record<string, string> | URLSearchParams;
 }): Promise<DeviceAuthorization> {
-  const form = new URLSearchParams(options.form);
-  for (const [key, value] of Object.entries(options.client.form)) {
-    form.set(key, value);
+  const parameters = new URLSearchParams(options.form);
+  if (options.scopes.length > 0) {
+    parameters.set("scope", options.scopes.join(" "));
   }
-  if (options.scopes.length > 0) form.set("scope", options.scopes.join(" "));
-  const answer = await requestJson(options.endpoint, {
-    form,
-    headers: options.client.headers,
-  });
+  const { client, auth } = formClient(options.client);
+  const response = await deviceAuthorizationRequest(
+    server({ device_authorization_endpoint: options.endpoint }),
+    client,
+    auth,
+    parameters,
+    BOUNDED_HTTP,
+  );
+  const answer = await readJsonAnswer(response);
   const read = readDeviceAuthorization(answer);
   if (typeof read === "string") {
     throw failed(
@@ -174,6 +196,7 @@ export async function pollDeviceToken(options: {
   const wait = options.sleep ?? sleep;
   const now = options.now ?? Date.now;
   let interval = clampInterval(authorization.interval);
+  const { client, auth } = formClient(options.client);
   const expiresAt = Math.min(
     now() + authorization.expiresIn * 1000,
     options.deadline,
@@ -192,15 +215,14 @@ export async function pollDeviceToken(options: {
           `the device code expired before it was approved; run "${options.retry}" again`,
       });
     }
-    const answer = await requestJson(options.tokenEndpoint, {
-      form: {
-        grant_type: DEVICE_CODE_GRANT,
-        device_code: authorization.deviceCode,
-        ...options.client.form,
-        ...options.form,
-      },
-      headers: options.client.headers,
-    });
+    const response = await deviceCodeGrantRequest(
+      server({ token_endpoint: options.tokenEndpoint }),
+      client,
+      auth,
+      authorization.deviceCode,
+      { additionalParameters: options.form, ...BOUNDED_HTTP },
+    );
+    const answer = await readJsonAnswer(response);
     const step = pollStep(answer);
     if (step.kind === "token") return answer;
     if (step.kind === "wait") {
@@ -210,6 +232,19 @@ export async function pollDeviceToken(options: {
     }
     throw stopped(step, options.retry);
   }
+}
+
+/**
+ * The server as oauth4webapi takes it. Its `issuer` is only a placeholder:
+ * these callers name endpoints, not the issuer, and the client's
+ * authentication here (`formClient`) does not read it.
+ */
+function server(
+  endpoints: { token_endpoint: string } | {
+    device_authorization_endpoint: string;
+  },
+): AuthorizationServer {
+  return { issuer: origin(Object.values(endpoints)[0]), ...endpoints };
 }
 
 function stopped(

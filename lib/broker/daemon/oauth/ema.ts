@@ -29,8 +29,10 @@ import { BrokerRequestError } from "../request_error.ts";
 import type { SecretStore } from "../secret_store.ts";
 import { readIssued, TOKEN_TYPES } from "../sources/exchange.ts";
 import type { Token } from "../token_cache.ts";
-import { discover, type Discovered, type OAuthClient } from "./client.ts";
-import { failed, origin, requestJson } from "./http.ts";
+import type { OAuthClient } from "./client.ts";
+import { discover, type Discovered } from "./discovery.ts";
+import { failed, origin } from "./http.ts";
+import { requestGrant } from "./token_endpoint.ts";
 import type { OidcLogin } from "./oidc_login.ts";
 import { TOKEN_EXCHANGE_GRANT } from "./oidc_login.ts";
 import {
@@ -220,16 +222,16 @@ export class EnterpriseAuthorization {
       context.store,
     );
     const idToken = await oidc.idToken();
-    const exchanged = await requestJson(provider.metadata.tokenEndpoint, {
-      form: {
-        ...idJagForm({
-          idToken: idToken.token,
-          issuer: metadata.issuer,
-          resource,
-          scopes,
-        }),
-        client_id: config.clientId,
-      },
+    const exchanged = await requestGrant({
+      server: provider.metadata,
+      client: { clientId: config.clientId },
+      grantType: TOKEN_EXCHANGE_GRANT,
+      parameters: idJagForm({
+        idToken: idToken.token,
+        issuer: metadata.issuer,
+        resource,
+        scopes,
+      }),
     });
     const idJag = readIssued(exchanged, {
       service: name,
@@ -245,14 +247,14 @@ export class EnterpriseAuthorization {
         `the provider ${provider.metadata.issuer} answered another token type than an ID-JAG for service ${name}`,
       );
     }
-    const redeemed = await requestJson(metadata.tokenEndpoint, {
-      form: {
-        grant_type: JWT_BEARER_GRANT,
+    const redeemed = await requestGrant({
+      server: metadata,
+      client,
+      grantType: JWT_BEARER_GRANT,
+      parameters: {
         assertion: idJag.token,
         ...(scopes.length > 0 ? { scope: scopes.join(" ") } : {}),
-        ...client.form,
       },
-      headers: client.headers,
     });
     const issued = readIssued(redeemed, {
       service: name,

@@ -30,7 +30,8 @@ import {
   refreshGrant,
   rotatedRefreshToken,
 } from "./refresher.ts";
-import { revokeToken } from "./token_endpoint.ts";
+import { requestGrant, revokeToken } from "./token_endpoint.ts";
+import { discoverProvider, type OidcProvider } from "./discovery.ts";
 import {
   type IdTokenClaims,
   IdTokenError,
@@ -44,11 +45,10 @@ import {
   workloadExchangeForm,
   workloadRefusal,
 } from "./workload_login.ts";
-import {
-  authorizationServerMetadataUrls,
-  readServerMetadata,
-  type ServerMetadata,
-} from "./rules.ts";
+import type { ServerMetadata } from "./rules.ts";
+
+// Discovery moved to discovery.ts; importers of oidc_login.ts keep working.
+export { discoverProvider, type OidcProvider };
 
 /** `[login]` of config.toml with `provider = "oidc"`, defaults applied. */
 export interface OidcConfig {
@@ -56,12 +56,6 @@ export interface OidcConfig {
   clientId: string;
   scopes: readonly string[];
   audience?: string;
-}
-
-/** What discovery found at the provider. */
-export interface OidcProvider {
-  metadata: ServerMetadata;
-  jwksUri: string;
 }
 
 /** The grant type RFC 8693 registers, as discovery lists it. */
@@ -175,8 +169,11 @@ export class OidcLogin {
   ): Promise<OidcLoginStatus> {
     const provider = await discoverProvider(config.issuer);
     const endpoint = provider.metadata.tokenEndpoint;
-    const answer = await requestJson(endpoint, {
-      form: workloadExchangeForm(config, subject),
+    const answer = await requestGrant({
+      server: provider.metadata,
+      client: { clientId: config.clientId },
+      grantType: TOKEN_EXCHANGE_GRANT,
+      parameters: workloadExchangeForm(config, subject),
     });
     const refused = workloadRefusal(answer, {
       issuer: config.issuer,
@@ -580,45 +577,6 @@ const LOGIN_MESSAGES: FlowMessages = {
   interrupted: `the login was interrupted; run "sherlock login" again`,
   retry: "sherlock login",
 };
-
-/**
- * The provider's metadata: OpenID discovery (the issuer's path with
- * `/.well-known/openid-configuration` appended), then RFC 8414. The
- * metadata must name the configured issuer, and a `jwks_uri`.
- */
-export async function discoverProvider(issuer: string): Promise<OidcProvider> {
-  const base = issuer.replace(/\/$/, "");
-  const urls = [
-    `${base}/.well-known/openid-configuration`,
-    ...authorizationServerMetadataUrls(issuer),
-  ].filter((url, index, all) => all.indexOf(url) === index);
-  for (const url of urls) {
-    const answer = await requestJson(url);
-    if (answer.status !== 200 || answer.notJson) continue;
-    const metadata = readServerMetadata(answer.json, issuer);
-    if (typeof metadata === "string") {
-      throw new BrokerRequestError({
-        code: "oauth_unsupported",
-        message: `${metadata}; check [login] issuer in config.toml`,
-      });
-    }
-    const jwksUri = (answer.json as Record<string, unknown>).jwks_uri;
-    if (typeof jwksUri !== "string") {
-      throw new BrokerRequestError({
-        code: "oauth_unsupported",
-        message:
-          `the provider ${issuer} publishes no jwks_uri: it is not an OpenID provider`,
-      });
-    }
-    return { metadata, jwksUri };
-  }
-  throw new BrokerRequestError({
-    code: "oauth_unsupported",
-    message: `${
-      origin(issuer)
-    } publishes no OpenID configuration for ${issuer}; check [login] issuer in config.toml`,
-  });
-}
 
 /** The ID token's claims, its signature checked with the provider's JWKS. */
 async function validate(

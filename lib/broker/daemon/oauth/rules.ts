@@ -1,8 +1,8 @@
 /**
- * The pure parts of the OAuth client (MCP authorization, 2025-11-25, with
- * the 2025-03-26 fallbacks): where metadata is looked for, which scopes to
- * ask for,
- * what metadata must hold, PKCE. No I/O here, so each rule is tested alone.
+ * The pure parts of the OAuth client (MCP authorization, 2025-11-25):
+ * which scopes to ask for, what metadata the client uses (read in
+ * `discovery.ts`), the authorization response's checks, PKCE, how a
+ * client secret is sent. No I/O here, so each rule is tested alone.
  *
  * @module
  */
@@ -18,87 +18,6 @@ export function canonicalResource(serverUrl: string): string {
   let text = url.href;
   if (url.pathname === "/" && url.search === "") text = text.slice(0, -1);
   return text;
-}
-
-/**
- * Where RFC 9728 metadata is looked for when no challenge names it: the
- * well-known URI with the server's path inserted, then at the root.
- */
-export function protectedResourceMetadataUrls(serverUrl: string): string[] {
-  const url = new URL(serverUrl);
-  const path = url.pathname === "/" ? "" : url.pathname.replace(/\/$/, "");
-  const urls = [`${url.origin}/.well-known/oauth-protected-resource${path}`];
-  if (path !== "") {
-    urls.push(`${url.origin}/.well-known/oauth-protected-resource`);
-  }
-  return urls;
-}
-
-/**
- * Where an authorization server's metadata is looked for, in order: RFC
- * 8414 with path insertion, OpenID discovery with path insertion, then
- * OpenID discovery appended to the issuer's path (the spec's order).
- */
-export function authorizationServerMetadataUrls(issuer: string): string[] {
-  const url = new URL(issuer);
-  const path = url.pathname === "/" ? "" : url.pathname.replace(/\/$/, "");
-  if (path === "") {
-    return [
-      `${url.origin}/.well-known/oauth-authorization-server`,
-      `${url.origin}/.well-known/openid-configuration`,
-    ];
-  }
-  return [
-    `${url.origin}/.well-known/oauth-authorization-server${path}`,
-    `${url.origin}/.well-known/openid-configuration${path}`,
-    `${url.origin}${path}/.well-known/openid-configuration`,
-  ];
-}
-
-/** The parts of RFC 9728 metadata the client uses. */
-export interface ResourceMetadata {
-  resource: string;
-  authorizationServers: string[];
-  scopesSupported?: string[];
-}
-
-/** Checks RFC 9728 metadata; returns a problem (one line) or the parts. */
-export function readResourceMetadata(
-  body: unknown,
-  serverUrl: string,
-): ResourceMetadata | string {
-  if (!isRecord(body)) {
-    return "the protected-resource metadata is not a JSON object";
-  }
-  const { resource, authorization_servers, scopes_supported } = body;
-  if (typeof resource !== "string") {
-    return "the protected-resource metadata has no resource";
-  }
-  // RFC 9728 §3.3: the metadata must be about the server asked.
-  if (!sameOrParent(resource, serverUrl)) {
-    return `the protected-resource metadata is for ${resource}, not ${serverUrl}`;
-  }
-  if (
-    !Array.isArray(authorization_servers) ||
-    authorization_servers.length === 0 ||
-    !authorization_servers.every((server) => typeof server === "string")
-  ) {
-    return "the protected-resource metadata names no authorization server";
-  }
-  // A remote server's words: each is fetched, and is where tokens go.
-  const insecure = (authorization_servers as string[]).find((server) =>
-    !isHttpsOrLoopback(server)
-  );
-  if (insecure !== undefined) {
-    return `the protected-resource metadata names authorization server ${
-      oneLine(insecure).slice(0, 100)
-    }, which is not an https URL (nor http on a loopback host); refused`;
-  }
-  return {
-    resource,
-    authorizationServers: authorization_servers as string[],
-    scopesSupported: stringList(scopes_supported),
-  };
 }
 
 /** The parts of RFC 8414 metadata the client uses. */
@@ -131,74 +50,6 @@ export interface ServerMetadata {
   grantProfilesSupported?: string[];
 }
 
-/**
- * The authorization base URL of a server of the 2025-03-26 authorization
- * (no protected-resource metadata): its URL with the path discarded.
- */
-export function authorizationBaseUrl(serverUrl: string): string {
-  return new URL(serverUrl).origin;
-}
-
-/**
- * Where a 2025-03-26 server's own metadata is looked for: RFC 8414 at its
- * origin (that revision's rule), then OpenID discovery there.
- */
-export function legacyServerMetadataUrls(serverUrl: string): string[] {
-  const base = authorizationBaseUrl(serverUrl);
-  return [
-    `${base}/.well-known/oauth-authorization-server`,
-    `${base}/.well-known/openid-configuration`,
-  ];
-}
-
-/**
- * Checks the metadata a 2025-03-26 server publishes at its origin. That
- * revision named no issuer rule and its servers name an issuer with a
- * path (`https://host/oauth`), so any issuer of the server's own origin is
- * taken; one of another origin is refused (it was not the server's to
- * name). Returns a problem (one line) or the parts.
- */
-export function readLegacyServerMetadata(
-  body: unknown,
-  serverUrl: string,
-): ServerMetadata | string {
-  const base = authorizationBaseUrl(serverUrl);
-  const issuer = isRecord(body) ? body.issuer : undefined;
-  if (typeof issuer !== "string") {
-    return `the authorization server metadata at ${base} names no issuer`;
-  }
-  let sameOrigin = false;
-  try {
-    sameOrigin = new URL(issuer).origin === base;
-  } catch {
-    // Not a URL: refused below.
-  }
-  if (!sameOrigin) {
-    return `the authorization server metadata at ${base} names issuer ${
-      oneLine(issuer)
-    }, not one of ${base}`;
-  }
-  return readServerMetadata(body, issuer);
-}
-
-/**
- * The default endpoints of a 2025-03-26 server that publishes no metadata
- * at all: `/authorize`, `/token` and `/register` at its origin. PKCE S256
- * is taken as offered: that revision required it of every server.
- */
-export function defaultEndpoints(serverUrl: string): ServerMetadata {
-  const base = authorizationBaseUrl(serverUrl);
-  return {
-    issuer: base,
-    authorizationEndpoint: `${base}/authorize`,
-    tokenEndpoint: `${base}/token`,
-    registrationEndpoint: `${base}/register`,
-    codeChallengeMethods: ["S256"],
-    clientIdMetadataDocumentSupported: false,
-    issParameterSupported: false,
-  };
-}
-
 /** The grant profile of a server that redeems ID-JAGs (`ema.ts`). */
 export const ID_JAG_PROFILE = "urn:ietf:params:oauth:grant-profile:id-jag";
 
@@ -223,64 +74,6 @@ export function redeemsIdJag(
     (metadata.grantProfilesSupported?.includes(ID_JAG_PROFILE) ?? false);
 }
 
-/**
- * Checks RFC 8414 metadata fetched for `issuer`: the issuer must be the one
- * asked (§3.3), the endpoints present. Returns a problem or the parts.
- */
-export function readServerMetadata(
-  body: unknown,
-  issuer: string,
-): ServerMetadata | string {
-  if (!isRecord(body)) {
-    return "the authorization server's metadata is not a JSON object";
-  }
-  if (body.issuer !== issuer) {
-    return `the authorization server's metadata names issuer ${
-      String(body.issuer)
-    }, not ${issuer}`;
-  }
-  const endpoint = (key: string) => {
-    const value = body[key];
-    if (typeof value !== "string") return undefined;
-    try {
-      const url = new URL(value);
-      return url.protocol === "https:" || isLoopback(url) ? value : undefined;
-    } catch {
-      return undefined;
-    }
-  };
-  const authorizationEndpoint = endpoint("authorization_endpoint");
-  const tokenEndpoint = endpoint("token_endpoint");
-  if (!authorizationEndpoint || !tokenEndpoint) {
-    return "the authorization server's metadata lacks an https authorization or token endpoint";
-  }
-  return {
-    issuer,
-    authorizationEndpoint,
-    tokenEndpoint,
-    registrationEndpoint: endpoint("registration_endpoint"),
-    revocationEndpoint: endpoint("revocation_endpoint"),
-    deviceAuthorizationEndpoint: endpoint("device_authorization_endpoint"),
-    grantTypesSupported: stringList(body.grant_types_supported),
-    codeChallengeMethods: stringList(body.code_challenge_methods_supported) ??
-      [],
-    scopesSupported: stringList(body.scopes_supported),
-    clientIdMetadataDocumentSupported:
-      body.client_id_metadata_document_supported === true,
-    issParameterSupported:
-      body.authorization_response_iss_parameter_supported === true,
-    tokenEndpointAuthMethods: stringList(
-      body.token_endpoint_auth_methods_supported,
-    ),
-    tokenEndpointAuthSigningAlgorithms: stringList(
-      body.token_endpoint_auth_signing_alg_values_supported,
-    ),
-    grantProfilesSupported: stringList(
-      body.authorization_grant_profiles_supported,
-    ),
-  };
-}
-
 /** How a client with a secret authenticates at the token endpoint. */
 export type ClientAuthMethod = "client_secret_basic" | "client_secret_post";
 
@@ -303,28 +96,16 @@ export function chooseClientAuthMethod(
  * What identifies the client in a token-endpoint request (RFC 6749
  * §2.3.1): `client_id` in the form for a public client; with a secret,
  * an `Authorization: Basic` header of both, form-encoded first, or both
- * in the form; with a signed `assertion` (`private_key_jwt`, RFC 7523
- * §2.2), the assertion and its type in the form, with `client_id`.
+ * in the form (`private_key_jwt` is oauth4webapi's, client_credentials.ts).
  */
 export function clientAuthentication(
   client: {
     clientId: string;
     clientSecret?: string;
     method?: ClientAuthMethod;
-    assertion?: { type: string; value: string };
   },
 ): { form: Record<string, string>; headers: Record<string, string> } {
-  const { clientId, clientSecret, method, assertion } = client;
-  if (assertion !== undefined) {
-    return {
-      form: {
-        client_id: clientId,
-        client_assertion_type: assertion.type,
-        client_assertion: assertion.value,
-      },
-      headers: {},
-    };
-  }
+  const { clientId, clientSecret, method } = client;
   if (clientSecret === undefined || method === undefined) {
     return { form: { client_id: clientId }, headers: {} };
   }
@@ -577,16 +358,6 @@ function encodeBase64Url(bytes: Uint8Array): string {
   );
 }
 
-function sameOrParent(resource: string, serverUrl: string): boolean {
-  try {
-    const a = canonicalResource(resource);
-    const b = canonicalResource(serverUrl);
-    return b === a || b.startsWith(a.endsWith("/") ? a : `${a}/`);
-  } catch {
-    return false;
-  }
-}
-
 /**
  * True when `text` is a URL the OAuth client may send a request to: https,
  * or http on a loopback host (a local server, the test fixtures).
@@ -604,14 +375,4 @@ function isLoopback(url: URL): boolean {
   return url.protocol === "http:" &&
     (url.hostname === "127.0.0.1" || url.hostname === "localhost" ||
       url.hostname === "[::1]");
-}
-
-function stringList(value: unknown): string[] | undefined {
-  return Array.isArray(value) && value.every((v) => typeof v === "string")
-    ? value as string[]
-    : undefined;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

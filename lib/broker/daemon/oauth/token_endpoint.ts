@@ -17,9 +17,11 @@ import {
   allowInsecureRequests,
   authorizationCodeGrantRequest,
   type AuthorizationServer,
+  type Client,
   type ClientAuth,
   ClientSecretPost,
   customFetch,
+  genericTokenEndpointRequest,
   None,
   processRevocationResponse,
   refreshTokenGrantRequest,
@@ -45,6 +47,16 @@ export interface TokenClient {
   clientSecret?: string;
   /** How the secret is sent; absent for a public client. */
   method?: ClientAuthMethod;
+}
+
+/**
+ * A client's part of a request as rules.ts `clientAuthentication` builds
+ * it: `client_id` (and a secret) in the form, or an `Authorization: Basic`
+ * header.
+ */
+export interface ClientCredentials {
+  form: Record<string, string>;
+  headers: Record<string, string>;
 }
 
 /** The authorization server a request goes to. */
@@ -100,7 +112,7 @@ export async function requestCode(options: {
     callback,
     options.redirectUri,
     options.verifier,
-    { additionalParameters: options.parameters, ...HTTP },
+    { additionalParameters: options.parameters, ...BOUNDED_HTTP },
   );
   return await readJsonAnswer(response);
 }
@@ -122,7 +134,39 @@ export async function requestRefresh(options: {
     { client_id: client.clientId },
     clientAuth(client),
     options.refreshToken,
-    { additionalParameters: options.parameters, ...HTTP },
+    { additionalParameters: options.parameters, ...BOUNDED_HTTP },
+  );
+  return await readJsonAnswer(response);
+}
+
+/**
+ * Sends a grant of `grantType` — token exchange (RFC 8693), JWT bearer
+ * (RFC 7523) — with `parameters` (a `grant_type` among them is replaced)
+ * and returns the answer, whatever its status, for the caller to read:
+ * not oauth4webapi's `processGenericTokenEndpointResponse`, which refuses
+ * a `token_type` other than Bearer or DPoP (an ID-JAG's is `N_A`), and
+ * whose errors would replace sherlock's refusals (which name the service
+ * and redact what the server quotes).
+ */
+export async function requestGrant(options: {
+  server: TokenServer;
+  client: TokenClient | ClientCredentials;
+  grantType: string;
+  parameters: URLSearchParams | Record<string, string>;
+}): Promise<JsonAnswer> {
+  const { client, auth } = "form" in options.client
+    ? formClient(options.client)
+    : {
+      client: { client_id: options.client.clientId },
+      auth: clientAuth(options.client),
+    };
+  const response = await genericTokenEndpointRequest(
+    authorizationServer(options.server),
+    client,
+    auth,
+    options.grantType,
+    options.parameters,
+    BOUNDED_HTTP,
   );
   return await readJsonAnswer(response);
 }
@@ -147,7 +191,7 @@ export async function revokeToken(options: {
       options.token,
       {
         additionalParameters: { token_type_hint: options.hint },
-        ...HTTP,
+        ...BOUNDED_HTTP,
       },
     );
     await processRevocationResponse(response);
@@ -158,11 +202,11 @@ export async function revokeToken(options: {
 }
 
 /**
- * The HTTP options of every request: the daemon's bounded fetch, which
- * also decides the scheme (https, or http on a loopback host), so
- * oauth4webapi's own https-only check is turned off.
+ * The HTTP options of every oauth4webapi request of the daemon: its
+ * bounded fetch, which also decides the scheme (https, or http on a
+ * loopback host), so oauth4webapi's own https-only check is turned off.
  */
-const HTTP = {
+export const BOUNDED_HTTP = {
   [customFetch]: (url: string, init: RequestInit) =>
     boundedFetch(url, {
       method: init.method,
@@ -172,7 +216,10 @@ const HTTP = {
   [allowInsecureRequests]: true,
 } as const;
 
-function authorizationServer(server: TokenServer): AuthorizationServer {
+/** The authorization server as oauth4webapi takes it. */
+export function authorizationServer(
+  server: TokenServer,
+): AuthorizationServer {
   return {
     issuer: server.issuer,
     token_endpoint: server.tokenEndpoint,
@@ -180,7 +227,11 @@ function authorizationServer(server: TokenServer): AuthorizationServer {
   };
 }
 
-function clientAuth(client: TokenClient): ClientAuth {
+/**
+ * The client's authentication as oauth4webapi applies it to a request: a
+ * public client's `client_id`, or its secret by the method chosen.
+ */
+export function clientAuth(client: TokenClient): ClientAuth {
   if (client.clientSecret === undefined || client.method === undefined) {
     return None();
   }
@@ -199,4 +250,37 @@ function clientAuth(client: TokenClient): ClientAuth {
   return (_as, _client, _body, requestHeaders) => {
     requestHeaders.set("authorization", headers.Authorization);
   };
+}
+
+/**
+ * A client's {@linkcode ClientCredentials} as oauth4webapi takes them: the client (its
+ * `client_id` from the form, or from the Basic header of a confidential
+ * client) and an authentication that adds the same fields and headers.
+ */
+export function formClient(
+  credentials: ClientCredentials,
+): { client: Client; auth: ClientAuth } {
+  let clientId: string | undefined = credentials.form.client_id;
+  const basic = /^Basic (.+)$/.exec(
+    credentials.headers.Authorization ?? credentials.headers.authorization ??
+      "",
+  );
+  if (clientId === undefined && basic) {
+    try {
+      // The user part, form-encoded (RFC 6749 §2.3.1).
+      const user = atob(basic[1]).split(":")[0];
+      clientId = new URLSearchParams(`v=${user}`).get("v") ?? undefined;
+    } catch {
+      // Left undefined: oauth4webapi refuses it below.
+    }
+  }
+  const auth: ClientAuth = (_as, _client, body, headers) => {
+    for (const [key, value] of Object.entries(credentials.form)) {
+      body.set(key, value);
+    }
+    for (const [key, value] of Object.entries(credentials.headers)) {
+      headers.set(key, value);
+    }
+  };
+  return { client: { client_id: clientId ?? "" }, auth };
 }

@@ -14,8 +14,9 @@
 
 import type { Service } from "../../../services/loader.ts";
 import type { TokenSpec } from "../../../services/schema.ts";
-import { failed, type JsonAnswer, origin, requestJson } from "../oauth/http.ts";
+import { failed, type JsonAnswer, origin } from "../oauth/http.ts";
 import { exchangeMode, TOKEN_EXCHANGE_GRANT } from "../oauth/oidc_login.ts";
+import { requestGrant } from "../oauth/token_endpoint.ts";
 import { oneLine, redactTokens } from "../oauth/rules.ts";
 import { BrokerRequestError } from "../request_error.ts";
 import type { Token } from "../token_cache.ts";
@@ -140,11 +141,11 @@ async function exchangedToken(
     const subject = token.subject === "id_token"
       ? await oidc.idToken()
       : await oidc.accessToken();
-    answer = await requestJson(metadata.tokenEndpoint, {
-      form: {
-        ...exchangeForm(token, subject.token),
-        client_id: config.clientId,
-      },
+    answer = await requestGrant({
+      server: metadata,
+      client: { clientId: config.clientId },
+      grantType: TOKEN_EXCHANGE_GRANT,
+      parameters: exchangeForm(token, subject.token),
     });
   } else {
     answer = await oidc.refreshGrant(targetForm(token));

@@ -14,6 +14,17 @@
  */
 
 import { LAZY_MODULES } from "../lib/cli/commands.ts";
+import { LAUNCH_BUNDLE, SOURCE_ENTRY } from "../lib/cli/launch_route.ts";
+
+/**
+ * What `deno compile` must be told of: main.ts's two entries (imported by
+ * a URL built at run time) and the modules imported lazily.
+ */
+const INCLUDED_MODULES: readonly string[] = [
+  LAUNCH_BUNDLE,
+  SOURCE_ENTRY,
+  ...LAZY_MODULES,
+];
 import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -429,7 +440,7 @@ export function compileArgs(target: Target, outDir: string): string[] {
     "--allow-all",
     // Modules imported only when needed are not in main.ts's static graph
     // (see lib/runtime/lazy_import.ts): name each one.
-    ...LAZY_MODULES.flatMap((module) => ["--include", module]),
+    ...INCLUDED_MODULES.flatMap((module) => ["--include", module]),
     "--target",
     target,
     "--output",
@@ -456,7 +467,7 @@ export function dryRunPlan(
   const { targets, outDir } = options;
   const lines = [
     "# --include (modules imported lazily, outside main.ts's static graph):",
-    ...LAZY_MODULES.map((module) => `#   ${module}`),
+    ...INCLUDED_MODULES.map((module) => `#   ${module}`),
     "# outputs:",
     ...targets.map((target) => `#   ${join(outDir, outputName(target))}`),
     `#   ${join(outDir, "SHA256SUMS")}`,

@@ -12,6 +12,8 @@ echo "== deno fmt --check, deno lint, deno check" >&2
 "$DENO" fmt --check
 "$DENO" lint
 "$DENO" check main.ts lib/ scripts/ tests/
+echo "== the launch bundle is fresh (deno task bundle --check)" >&2
+"$DENO" run --allow-all scripts/bundle_launch.ts --check
 
 echo "== the shells the completion tests run (zsh, fish; Debian's packages)" >&2
 missing=()

@@ -59,7 +59,7 @@ async function serve(
   const { env, paths } = context;
   const { serveBroker, brokerLogWriter, oneLogLine } = await importLazily<
     typeof import("../broker/daemon/serve.ts")
-  >(new URL("../broker/daemon/serve.ts", import.meta.url));
+  >("lib/broker/daemon/serve.ts");
   // Escaped as in broker.log: a message may quote a server's answer.
   let logLine = (line: string) =>
     console.error(`sherlock broker: ${oneLogLine(line)}`);

@@ -311,7 +311,7 @@ export function isHelpFlag(arg: string | undefined): boolean {
 export async function loadCommand(name: CommandName): Promise<CommandFunction> {
   const spec: CommandSpec = COMMANDS[name];
   const module = await importLazily<Record<string, CommandFunction>>(
-    new URL(`../../${spec.module}`, import.meta.url),
+    spec.module,
   );
   return module[spec.entry];
 }

@@ -95,11 +95,11 @@ async function namesOf(
     if (kind === "agents") {
       const { profileNames } = await importLazily<
         typeof import("../profiles/loader.ts")
-      >(new URL("../profiles/loader.ts", import.meta.url));
+      >("lib/profiles/loader.ts");
       return [...profileNames(paths)].sort();
     }
     const client = await importLazily<typeof import("../broker/client.ts")>(
-      new URL("../broker/client.ts", import.meta.url),
+      "lib/broker/client.ts",
     );
     // brokerHealth only asks: it never starts a broker.
     if (await client.brokerHealth(paths.socket) === undefined) return [];

@@ -34,7 +34,7 @@ export const DEMO_SERVICE = "demo";
 type DemoModule = typeof import("../mcp/demo.ts");
 
 function loadDemoModule(): Promise<DemoModule> {
-  return importLazily<DemoModule>(new URL("../mcp/demo.ts", import.meta.url));
+  return importLazily<DemoModule>("lib/mcp/demo.ts");
 }
 
 /** Runs `sherlock demo`, or one of its internal halves. */

@@ -70,7 +70,7 @@ async function dispatch(
 
 function helpModule(): Promise<typeof HelpModule> {
   return importLazily<typeof HelpModule>(
-    new URL("./help.ts", import.meta.url),
+    "lib/cli/help.ts",
   );
 }
 
@@ -81,10 +81,10 @@ async function unknownName(
 ): Promise<UsageError> {
   const [{ didYouMean }, { profileNames }] = await Promise.all([
     importLazily<typeof import("../config/suggestion.ts")>(
-      new URL("../config/suggestion.ts", import.meta.url),
+      "lib/config/suggestion.ts",
     ),
     importLazily<typeof import("../profiles/loader.ts")>(
-      new URL("../profiles/loader.ts", import.meta.url),
+      "lib/profiles/loader.ts",
     ),
   ]);
   const known = [
@@ -132,6 +132,6 @@ async function isProfileName(
   if (name.startsWith("-")) return false;
   const { profileNames } = await importLazily<
     typeof import("../profiles/loader.ts")
-  >(new URL("../profiles/loader.ts", import.meta.url));
+  >("lib/profiles/loader.ts");
   return profileNames(context.paths).has(name);
 }

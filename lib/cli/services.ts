@@ -294,7 +294,7 @@ async function testService(
       shim: { ...plan.shim, capability: broker?.capability },
     })[name];
     const probe = await importLazily<typeof import("../mcp/probe.ts")>(
-      new URL("../mcp/probe.ts", import.meta.url),
+      "lib/mcp/probe.ts",
     );
     started = performance.now();
     const result = await probe.probeServer({

@@ -47,7 +47,7 @@ export async function loadSettings(
     text,
     loadValidator: async () =>
       (await importLazily<typeof import("./settings_schema.ts")>(
-        new URL("./settings_schema.ts", import.meta.url),
+        "lib/config/settings_schema.ts",
       )).validateSettings,
     cache: sources.cache,
   });

@@ -112,7 +112,7 @@ export async function readTomlFile<T>(options: ReadTomlOptions<T>): Promise<T> {
   if (deep !== undefined) {
     const { findLineUnder } = await importLazily<
       typeof import("./schema_problems.ts")
-    >(new URL("./schema_problems.ts", import.meta.url));
+    >("lib/config/schema_problems.ts");
     throw new InvalidFileError({
       path: options.path,
       line: findLineUnder(options.text, deep),
@@ -125,7 +125,7 @@ export async function readTomlFile<T>(options: ReadTomlOptions<T>): Promise<T> {
   if (nul !== undefined) {
     const { findKeyLine } = await importLazily<
       typeof import("./schema_problems.ts")
-    >(new URL("./schema_problems.ts", import.meta.url));
+    >("lib/config/schema_problems.ts");
     throw new InvalidFileError({
       path: options.path,
       line: findKeyLine(options.text, nul),
@@ -189,7 +189,7 @@ export function readNamedTomlFile<T>(
       const validate = await kind.loadValidator();
       const { requireNameMatchesFile } = await importLazily<
         typeof import("./schema_problems.ts")
-      >(new URL("./schema_problems.ts", import.meta.url));
+      >("lib/config/schema_problems.ts");
       const named = requireNameMatchesFile({
         validate,
         basename: file.basename,
@@ -325,7 +325,7 @@ export async function parseTomlText(
   text: string,
 ): Promise<Record<string, unknown>> {
   const { parse } = await importLazily<typeof import("./toml_parser.ts")>(
-    new URL("./toml_parser.ts", import.meta.url),
+    "lib/config/toml_parser.ts",
   );
   try {
     return parse(text) as Record<string, unknown>;

@@ -372,7 +372,7 @@ async function remoteRevisions(
   const revisions = new Map<Service, RevisionProbe>();
   if (remote.length === 0) return revisions;
   const probe = await importLazily<typeof import("../mcp/probe.ts")>(
-    new URL("../mcp/probe.ts", import.meta.url),
+    "lib/mcp/probe.ts",
   );
   await Promise.all(remote.map(async (service) => {
     const server = service.server;

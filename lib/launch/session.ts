@@ -471,7 +471,7 @@ export async function openBrokerSession(
   if (needing.length === 0 && credentials.length === 0) return undefined;
   // Only sessions with tokens load the broker client.
   const client = await importLazily<typeof import("../broker/client.ts")>(
-    new URL("../broker/client.ts", import.meta.url),
+    "lib/broker/client.ts",
   );
   const { capability } = await client.registerSession({
     socket: options.socket,

@@ -151,6 +151,6 @@ const PROFILE_FILE: NamedFileKind<Profile> = {
   nameOf: (profile) => profile.agent.name,
   loadValidator: async () =>
     (await importLazily<typeof import("./schema.ts")>(
-      new URL("./schema.ts", import.meta.url),
+      "lib/profiles/schema.ts",
     )).validateProfile,
 };

@@ -28,10 +28,35 @@ export const LAZY_LIBRARY_MODULES: readonly string[] = [
 ];
 
 /**
- * Imports `url` when called. Give the module's type, e.g.
- * `importLazily<typeof import("../run.ts")>(new URL("../run.ts", import.meta.url))`
- * (a type-only reference, which Deno does not load at start-up).
+ * Imports a module when called: `path` from the repository's root (e.g.
+ * `"lib/broker/client.ts"`), or a `node:` URL. Give the module's type, e.g.
+ * `importLazily<typeof import("../broker/client.ts")>("lib/broker/client.ts")`
+ * (a type-only reference, which Deno does not load at start-up). A module
+ * that the launch bundle holds (`registerBundledModule`) is returned from it,
+ * never loaded a second time from source.
  */
-export function importLazily<T>(url: URL): Promise<T> {
+export function importLazily<T>(path: string | URL): Promise<T> {
+  const url = typeof path === "string" ? new URL(path, ROOT) : path;
+  const bundled = BUNDLED_MODULES.get(url.href);
+  if (bundled !== undefined) return Promise.resolve(bundled as T);
   return import(url.href);
 }
+
+/**
+ * Records that the launch bundle (`lib/cli/launch_bundle.js`, see
+ * `lib/cli/launch_entry.ts`) holds the module at `path` (from the
+ * repository's root), so `importLazily` returns it instead of loading the
+ * source: a second copy would cost the start-up the bundle saves, and its
+ * classes would be others than the bundle's (`instanceof` would fail).
+ */
+export function registerBundledModule(path: string, module: unknown): void {
+  BUNDLED_MODULES.set(new URL(path, ROOT).href, module);
+}
+
+/**
+ * The repository's root. From this module two folders up; the launch bundle
+ * sits at the same depth (`lib/cli/`), so the root is the same from it.
+ */
+const ROOT = new URL("../../", import.meta.url);
+
+const BUNDLED_MODULES = new Map<string, unknown>();

@@ -88,6 +88,6 @@ const SERVICE_FILE: NamedFileKind<Service> = {
   nameOf: (service) => service.service.name,
   loadValidator: async () =>
     (await importLazily<typeof import("./schema.ts")>(
-      new URL("./schema.ts", import.meta.url),
+      "lib/services/schema.ts",
     )).validateService,
 };

@@ -14,13 +14,19 @@
  */
 
 import assert from "node:assert/strict";
-import { dirname, join, relative } from "node:path";
+import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   COMMANDS,
   type CommandSpec,
   LAZY_MODULES,
 } from "../../lib/cli/commands.ts";
+import { BUNDLED_LAZY_MODULES } from "../../lib/cli/launch_entry.ts";
+import {
+  launchesSession,
+  SOURCE_COMMANDS,
+} from "../../lib/cli/launch_route.ts";
+import { buildLaunchBundle, BUNDLE_PATH } from "../../scripts/bundle_launch.ts";
 
 interface Dependency {
   code?: { specifier?: string };
@@ -71,11 +77,25 @@ function libFiles(folder = join(ROOT_PATH, "lib")): string[] {
   return files;
 }
 
-Deno.test("the launch path (main.ts, then sherlock run) loads no node:, zod or daemon module at start-up", async () => {
-  const loaded = new Map([
+/**
+ * What a launch loads: main.ts, then the launch bundle, which holds the
+ * graph of its entry (lib/cli/launch_entry.ts).
+ */
+async function launchGraph(): Promise<Map<string, string>> {
+  return new Map([
     ...await startupGraph("main.ts"),
-    ...await startupGraph("lib/cli/run.ts"),
+    ...await startupGraph("lib/cli/launch_entry.ts"),
   ]);
+}
+
+Deno.test("main.ts loads only the launch route at start-up; the entries are imported by URL", async () => {
+  const loaded = [...(await startupGraph("main.ts")).keys()]
+    .map((specifier) => specifier.replace(ROOT.href, "")).sort();
+  assert.deepEqual(loaded, ["lib/cli/launch_route.ts", "main.ts"]);
+});
+
+Deno.test("the launch path (main.ts, then sherlock run) loads no node:, zod or daemon module at start-up", async () => {
+  const loaded = await launchGraph();
   assert.ok(loaded.has(new URL("lib/launch/session.ts", ROOT).href));
   const unwanted = [...loaded.keys()].filter((specifier) =>
     specifier.startsWith("node:") || /\/zod@/.test(specifier) ||
@@ -89,57 +109,56 @@ Deno.test("the launch path (main.ts, then sherlock run) loads no node:, zod or d
 });
 
 /**
- * The launch path's budget: how many of sherlock's modules `sherlock run`
- * loads at start-up, and their source bytes. Each module costs Deno a
- * lookup, a read, a code-cache query and an instantiation on every launch
- * whatever its size; bytes cost little once Deno caches the code (moving
- * 14 KB of help texts out of the path, or every comment, 86 KB, measured
- * no difference beyond the noise), so the count is the tight bound.
- * Measured in docs/BENCHMARKS.md (Launch time: the budget). Issue 21's
- * second round reached 248.8 KB; the declarative command layer then moved
- * the help texts off the path (-14 KB) but brought the grammar and one
- * parser for every command onto it, and the demo and keyring commands
- * added their entries: 250.3 KB, so the budget is 251 KB.
+ * The launch path's budget. A launch loads main.ts, the launch route and
+ * one bundled file (lib/cli/launch_bundle.js), so what grows with the code
+ * is the bundle's size: V8 reads, hashes and deserializes all of it on every
+ * launch. Before the bundle, the budget counted modules (41) and their
+ * source (251 KB): Deno paid per module, and bundling them cut a launch's
+ * CPU by about a fifth (docs/BENCHMARKS.md, the fourth round). The bundle
+ * of issue 21's fourth round is 187 KB.
  */
-const LAUNCH_MODULE_BUDGET = 41;
-const LAUNCH_SOURCE_BYTES_BUDGET = 251_000;
+const LAUNCH_BUNDLE_BYTES_BUDGET = 195_000;
 
-Deno.test("the launch path stays within its budget of modules and source bytes", async () => {
-  const sizes = new Map<string, number>();
-  for (const root of ["main.ts", "lib/cli/run.ts"]) {
-    const output = await new Deno.Command(Deno.execPath(), {
-      args: ["info", "--json", root],
-      cwd: ROOT_PATH,
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
-    const graph = JSON.parse(new TextDecoder().decode(output.stdout)) as Graph;
-    for (const module of graph.modules) {
-      sizes.set(module.specifier, module.size ?? 0);
-    }
-  }
-  const loaded = new Map([
-    ...await startupGraph("main.ts"),
-    ...await startupGraph("lib/cli/run.ts"),
+Deno.test("the launch bundle stays within its budget of bytes", () => {
+  const bytes = Deno.statSync(join(ROOT_PATH, BUNDLE_PATH)).size;
+  assert.ok(
+    bytes <= LAUNCH_BUNDLE_BYTES_BUDGET,
+    `${BUNDLE_PATH} is ${bytes} bytes, more than its budget of ${LAUNCH_BUNDLE_BYTES_BUDGET}: ` +
+      "move code that only some launches need (help texts, error paths) into a lazily imported module; " +
+      "measure with deno task bench before raising the budget",
+  );
+});
+
+Deno.test("the launch bundle is fresh: deno task bundle would write the same file", async () => {
+  const committed = Deno.readTextFileSync(join(ROOT_PATH, BUNDLE_PATH));
+  assert.ok(
+    committed === await buildLaunchBundle(ROOT_PATH),
+    `${BUNDLE_PATH} is stale: run \`deno task bundle\` and commit it`,
+  );
+});
+
+Deno.test("the launch route sends every command but run to the source", () => {
+  const names = Object.keys(COMMANDS).filter((name) => name !== "run");
+  assert.deepEqual([...SOURCE_COMMANDS].sort(), names.sort());
+  assert.equal(launchesSession(["run", "claude"]), true);
+  assert.equal(launchesSession(["claude", "--", "-p"]), true);
+  assert.equal(launchesSession(["--service=github", "claude"]), true);
+  assert.equal(launchesSession(["services", "list"]), false);
+  assert.equal(launchesSession(["--help"]), false);
+  assert.equal(launchesSession([]), false);
+});
+
+Deno.test("the launch bundle holds every module a launch imports lazily, but the schemas and help", () => {
+  assert.deepEqual(Object.keys(BUNDLED_LAZY_MODULES).sort(), [
+    "lib/broker/client.ts",
+    "lib/cli/run.ts",
+    "lib/config/suggestion.ts",
+    "lib/config/toml_parser.ts",
+    "lib/profiles/loader.ts",
   ]);
-  const modules = [...loaded.keys()].filter((specifier) =>
-    specifier.startsWith(ROOT.href) && specifier.endsWith(".ts")
-  );
-  const bytes = modules.reduce((sum, m) => sum + (sizes.get(m) ?? 0), 0);
-  const list = modules.map((m) => m.replace(ROOT.href, "")).sort().join(", ");
-  assert.ok(
-    modules.length <= LAUNCH_MODULE_BUDGET,
-    `sherlock run loads ${modules.length} modules at start-up, more than its budget of ${LAUNCH_MODULE_BUDGET}: ` +
-      "import what only some launches need through importLazily (and LAZY_MODULES), " +
-      `or merge a small module into its one importer; measure with deno task bench before raising the budget. Loaded: ${list}`,
-  );
-  assert.ok(
-    bytes <= LAUNCH_SOURCE_BYTES_BUDGET,
-    `sherlock run's start-up modules hold ${bytes} bytes of source, more than its budget of ${LAUNCH_SOURCE_BYTES_BUDGET}: ` +
-      "move text or code that only some launches need (help texts, error paths) into a lazily imported module. " +
-      `Loaded: ${list}`,
-  );
+  for (const path of Object.keys(BUNDLED_LAZY_MODULES)) {
+    assert.ok(LAZY_MODULES.includes(path), path);
+  }
 });
 
 Deno.test("login, logout, whoami, secret, broker and shim load no node: or daemon module at start-up", async () => {
@@ -169,10 +188,7 @@ Deno.test("the bridge loads no daemon, node: or npm module, and is not on the la
     `${specifier.replace(ROOT.href, "")} (imported by ${loaded.get(specifier)})`
   );
   assert.deepEqual(unwanted, []);
-  const launch = new Map([
-    ...await startupGraph("main.ts"),
-    ...await startupGraph("lib/cli/run.ts"),
-  ]);
+  const launch = await launchGraph();
   const bridge = [...launch.keys()].filter((specifier) =>
     specifier.includes("/lib/bridge/") || specifier.endsWith("/cli/bridge.ts")
   );
@@ -196,23 +212,21 @@ function codeOf(file: string): string {
 }
 
 Deno.test("every importLazily module is in LAZY_MODULES (compiled in), and only those", () => {
-  const call =
-    /importLazily<[^;]*?>\(\s*new URL\("([^"]+)", import\.meta\.url\)/g;
+  const call = /importLazily<[^;]*?>\(\s*"([^"]+)"/g;
   const used = new Set<string>(
     Object.values(COMMANDS).map((spec: CommandSpec) => spec.module),
   );
   for (const file of libFiles()) {
     for (const match of codeOf(file).matchAll(call)) {
-      used.add(relative(ROOT_PATH, join(dirname(file), match[1])));
+      used.add(match[1]);
     }
   }
   assert.deepEqual([...used].sort(), [...LAZY_MODULES].sort());
 });
 
-Deno.test("importLazily is called with a literal URL, except by the command table's loader", () => {
-  // A module (or a `node:` one, which needs no --include) named in the call.
-  const literal =
-    /importLazily<[^;]*?>\(\s*new URL\("[^"]+"(, import\.meta\.url)?\)/g;
+Deno.test("importLazily is called with a literal path, except by the command table's loader", () => {
+  // A module's path from the root, or a `node:` URL (needs no --include).
+  const literal = /importLazily<[^;]*?>\(\s*("[^"]+"|new URL\("node:[^"]+"\))/g;
   const others = libFiles().flatMap((file) => {
     const code = codeOf(file).replaceAll(literal, "");
     const calls = code.match(/(?<!function )\bimportLazily\s*[<(]/g) ?? [];

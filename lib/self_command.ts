@@ -7,16 +7,15 @@
  * @module
  */
 
-import { fromFileUrl, join } from "./runtime/path.ts";
+import { fromFileUrl } from "./runtime/path.ts";
+import { SOURCE_ROOT } from "./runtime/lazy_import.ts";
 
 /** The argv prefix that starts this sherlock; append a command and its args. */
 export function selfCommand(): string[] {
   if (Deno.build.standalone) return [Deno.execPath()];
-  // This module's folder as a path already (a file: module's): no URL to
-  // build and decode on the launch path, which every session plans with.
-  const main = import.meta.dirname === undefined
-    ? fromFileUrl(new URL("../main.ts", import.meta.url))
-    : join(import.meta.dirname, "..", "main.ts");
+  // From the root, not from this module: bundled, this module's URL is the
+  // launch bundle's (lib/runtime/lazy_import.ts).
+  const main = fromFileUrl(new URL("main.ts", SOURCE_ROOT));
   // --allow-all: sherlock starts arbitrary agents and helpers, so any
   // narrower set would be a promise it could not keep.
   return [Deno.execPath(), "run", "--allow-all", "--quiet", main];

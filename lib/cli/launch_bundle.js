@@ -254,15 +254,15 @@ var LAZY_LIBRARY_MODULES = [
   "lib/config/suggestion.ts"
 ];
 function importLazily(path) {
-  const url = typeof path === "string" ? new URL(path, ROOT) : path;
+  const url = typeof path === "string" ? new URL(path, SOURCE_ROOT) : path;
   const bundled = BUNDLED_MODULES.get(url.href);
   if (bundled !== void 0) return Promise.resolve(bundled);
   return import(url.href);
 }
 function registerBundledModule(path, module) {
-  BUNDLED_MODULES.set(new URL(path, ROOT).href, module);
+  BUNDLED_MODULES.set(new URL(path, SOURCE_ROOT).href, module);
 }
-var ROOT = new URL("../../", import.meta.url);
+var SOURCE_ROOT = new URL("../../", import.meta.url);
 var BUNDLED_MODULES = /* @__PURE__ */ new Map();
 
 // lib/runtime/path.ts
@@ -2496,7 +2496,7 @@ function selfCommand() {
   if (Deno.build.standalone) return [
     Deno.execPath()
   ];
-  const main2 = import.meta.dirname === void 0 ? fromFileUrl(new URL("../main.ts", import.meta.url)) : join(import.meta.dirname, "..", "main.ts");
+  const main2 = fromFileUrl(new URL("main.ts", SOURCE_ROOT));
   return [
     Deno.execPath(),
     "run",

@@ -36,7 +36,7 @@ export const LAZY_LIBRARY_MODULES: readonly string[] = [
  * never loaded a second time from source.
  */
 export function importLazily<T>(path: string | URL): Promise<T> {
-  const url = typeof path === "string" ? new URL(path, ROOT) : path;
+  const url = typeof path === "string" ? new URL(path, SOURCE_ROOT) : path;
   const bundled = BUNDLED_MODULES.get(url.href);
   if (bundled !== undefined) return Promise.resolve(bundled as T);
   return import(url.href);
@@ -50,13 +50,16 @@ export function importLazily<T>(path: string | URL): Promise<T> {
  * classes would be others than the bundle's (`instanceof` would fail).
  */
 export function registerBundledModule(path: string, module: unknown): void {
-  BUNDLED_MODULES.set(new URL(path, ROOT).href, module);
+  BUNDLED_MODULES.set(new URL(path, SOURCE_ROOT).href, module);
 }
 
 /**
- * The repository's root. From this module two folders up; the launch bundle
- * sits at the same depth (`lib/cli/`), so the root is the same from it.
+ * The repository's root (of the source sherlock runs from). From this
+ * module two folders up; the launch bundle sits at the same depth
+ * (`lib/cli/`), so the root is the same from it. A module elsewhere that
+ * needs a path from the root takes it from here: its own `import.meta.url`
+ * is the bundle's when it runs bundled.
  */
-const ROOT = new URL("../../", import.meta.url);
+export const SOURCE_ROOT: URL = new URL("../../", import.meta.url);
 
 const BUNDLED_MODULES = new Map<string, unknown>();

@@ -137,6 +137,15 @@ Deno.test("the launch bundle is fresh: deno task bundle would write the same fil
   );
 });
 
+Deno.test("the launch bundle names import.meta once: the root, in lazy_import.ts", () => {
+  // Bundled, every module's import.meta.url is the bundle's (lib/cli/): a
+  // path built from it in a module of another folder would point elsewhere.
+  const bundle = Deno.readTextFileSync(join(ROOT_PATH, BUNDLE_PATH));
+  assert.deepEqual(bundle.match(/.*import\.meta.*/g), [
+    `var SOURCE_ROOT = new URL("../../", import.meta.url);`,
+  ]);
+});
+
 Deno.test("the launch route sends every command but run to the source", () => {
   const names = Object.keys(COMMANDS).filter((name) => name !== "run");
   assert.deepEqual([...SOURCE_COMMANDS].sort(), names.sort());

@@ -181,24 +181,48 @@ var isProcessRunning = (function isProcessRunning(pid, startTime = null) {
     return false;
   }
 });
+var unblockedHarmlessSignal = (function unblockedHarmlessSignal(status) {
+  const mask = /^SigBlk:\s*([0-9a-fA-F]{1,16})\s*$/m.exec(status ?? "");
+  if (mask === null) return HARMLESS_SIGNALS[0][0];
+  const blocked = BigInt(`0x${mask[1]}`);
+  const free = HARMLESS_SIGNALS.find(([, number]) => (blocked >> BigInt(number - 1) & 1n) === 0n);
+  return free?.[0];
+});
+var sentinelSignal = (function sentinelSignal() {
+  if (sentinel === void 0) {
+    let status;
+    if (Deno.build.os === "linux") {
+      try {
+        status = Deno.readTextFileSync("/proc/thread-self/status");
+      } catch {
+      }
+    }
+    sentinel = {
+      signal: unblockedHarmlessSignal(status)
+    };
+  }
+  return sentinel.signal;
+});
 var signalsDelivered = (async function signalsDelivered() {
+  const signal = sentinelSignal();
+  if (signal === void 0) return;
   let seen = () => {
   };
-  const sentinel = new Promise((resolve) => seen = resolve);
+  const sentinel2 = new Promise((resolve) => seen = resolve);
   const deadline = AbortSignal.timeout(SENTINEL_WAIT_MS);
   const timeout = new Promise((resolve) => deadline.addEventListener("abort", () => resolve(), {
     once: true
   }));
   try {
-    Deno.addSignalListener(SENTINEL_SIGNAL, seen);
+    Deno.addSignalListener(signal, seen);
     try {
-      Deno.kill(Deno.pid, SENTINEL_SIGNAL);
+      Deno.kill(Deno.pid, signal);
       await Promise.race([
-        sentinel,
+        sentinel2,
         timeout
       ]);
     } finally {
-      Deno.removeSignalListener(SENTINEL_SIGNAL, seen);
+      Deno.removeSignalListener(signal, seen);
     }
   } catch {
   }
@@ -4573,6 +4597,19 @@ var fromFileUrl = functions.fromFileUrl;
 
 // lib/os/processes.ts
 
+// lib/os/signal_mask.ts
+var HARMLESS_SIGNALS = [
+  [
+    "SIGWINCH",
+    28
+  ],
+  [
+    "SIGURG",
+    23
+  ]
+];
+var sentinel;
+
 // lib/launch/spawn.ts
 var SIGNAL_NUMBERS = {
   SIGHUP: 1,
@@ -4603,7 +4640,6 @@ var SignalledBeforeStart = class extends Error {
     this.signal = signal;
   }
 };
-var SENTINEL_SIGNAL = "SIGWINCH";
 var SENTINEL_WAIT_MS = 1e3;
 var SignalRelay = class {
   #rules;

@@ -29,6 +29,7 @@ import {
 } from "../errors.ts";
 import { delimiter, isAbsolute, join } from "../runtime/path.ts";
 import { descendantsInGroup } from "../os/processes.ts";
+import { sentinelSignal } from "../os/signal_mask.ts";
 
 /**
  * The numbers of the signals sherlock catches: the same on Linux and macOS.
@@ -104,9 +105,6 @@ export class SignalledBeforeStart extends Error {
   }
 }
 
-/** The signal {@linkcode signalsDelivered} sends itself: harmless if it came. */
-const SENTINEL_SIGNAL: Deno.Signal = "SIGWINCH";
-
 /** How long {@linkcode signalsDelivered} waits for its own signal at most. */
 const SENTINEL_WAIT_MS = 1000;
 
@@ -115,11 +113,16 @@ const SENTINEL_WAIT_MS = 1000;
  * has reached its listeners. A caught signal reaches its listener only
  * when the event loop turns, through the runtime's signal thread: one turn
  * was not enough (about 1 in 100 was still on its way). So this process
- * sends itself {@linkcode SENTINEL_SIGNAL} (a terminal's resize: nothing
- * happens) and waits for that one's listener; the runtime hands every
- * pending signal over together, so the earlier ones come no later.
+ * sends itself a signal that does nothing ({@linkcode sentinelSignal}: a
+ * terminal's resize, unless the parent blocked it) and waits for that
+ * one's listener; the runtime hands every pending signal over together, so
+ * the earlier ones come no later. When every such signal is blocked, it
+ * does not wait: a signal still on its way then reaches the relay once the
+ * agent runs (forwarded or ignored by the rules), not before.
  */
 async function signalsDelivered(): Promise<void> {
+  const signal = sentinelSignal();
+  if (signal === undefined) return;
   let seen = () => {};
   const sentinel = new Promise<void>((resolve) => seen = resolve);
   // Listeners do not keep the event loop alive; this deadline does, and
@@ -132,12 +135,12 @@ async function signalsDelivered(): Promise<void> {
     deadline.addEventListener("abort", () => resolve(), { once: true })
   );
   try {
-    Deno.addSignalListener(SENTINEL_SIGNAL, seen);
+    Deno.addSignalListener(signal, seen);
     try {
-      Deno.kill(Deno.pid, SENTINEL_SIGNAL);
+      Deno.kill(Deno.pid, signal);
       await Promise.race([sentinel, timeout]);
     } finally {
-      Deno.removeSignalListener(SENTINEL_SIGNAL, seen);
+      Deno.removeSignalListener(signal, seen);
     }
   } catch {
     // No such signal here (Windows): nothing to wait for.

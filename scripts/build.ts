@@ -15,6 +15,7 @@
 
 import { LAZY_MODULES } from "../lib/cli/commands.ts";
 import { LAUNCH_BUNDLE, SOURCE_ENTRY } from "../lib/cli/launch_route.ts";
+import { staleBundleProblem } from "./bundle_launch.ts";
 
 /**
  * What `deno compile` must be told of: main.ts's two entries (imported by
@@ -42,7 +43,7 @@ export type Target = typeof TARGETS[number];
 
 /** Exit codes of the build (listed in {@linkcode BUILD_HELP}). */
 export const BuildExit = {
-  /** Something failed: compile, embedding check or smoke test. */
+  /** Something failed: a stale launch bundle, compile, embedding check or smoke test. */
   Failed: 1,
   /** The command line was wrong. */
   Usage: 2,
@@ -606,6 +607,10 @@ export async function build(args: readonly string[]): Promise<number> {
     Deno.stdout.writeSync(new TextEncoder().encode(dryRunPlan(options)));
     return 0;
   }
+  // Before anything is compiled: a stale bundle would ship the old launch
+  // path in a binary whose other commands run the new code.
+  const stale = await staleBundleProblem(ROOT);
+  if (stale !== undefined) throw new BuildError(stale, BuildExit.Failed);
   const context: RuntimeContext = {
     env: Deno.env.toObject(),
     hostTarget: Deno.build.target,

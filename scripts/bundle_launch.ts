@@ -45,11 +45,24 @@ export async function buildLaunchBundle(root: string): Promise<string> {
         `deno bundle failed: ${new TextDecoder().decode(output.stderr).trim()}`,
       );
     }
-    return HEADER +
-      eagerFunctions(await Deno.readTextFile(join(out, "launch_bundle.js")));
+    const bundled = await Deno.readTextFile(join(out, "launch_bundle.js"));
+    return HEADER + eagerFunctions(packagePathsFromRoot(bundled));
   } finally {
     await Deno.remove(out, { recursive: true });
   }
+}
+
+/**
+ * The bundle with each npm module's path comment written from the root
+ * (`// node_modules/.deno/…`): `deno bundle` names a module by its real
+ * path, so with `node_modules` a link (a worktree sharing another's) the
+ * same sources would make another bundle, and look stale.
+ */
+export function packagePathsFromRoot(code: string): string {
+  return code.replace(
+    /^\/\/ (?:\.\.\/)+(?:[^\n]*?\/)?node_modules\//gm,
+    "// node_modules/",
+  );
 }
 
 /**
@@ -100,26 +113,47 @@ export function eagerFunctions(code: string): string {
     .join("\n");
 }
 
+/**
+ * Why `root`'s committed bundle cannot be used, as the line to print: it is
+ * missing, or not what its sources make now (a module the launch loads
+ * changed without `deno task bundle`). Undefined when it is fresh.
+ * `scripts/build.ts` refuses to compile a stale one: the binary would run
+ * the old launch path.
+ */
+export async function staleBundleProblem(
+  root: string,
+): Promise<string | undefined> {
+  let committed: string;
+  try {
+    committed = await Deno.readTextFile(join(root, BUNDLE_PATH));
+  } catch {
+    return `${BUNDLE_PATH} is missing: run \`deno task bundle\` and commit it`;
+  }
+  return committed === await buildLaunchBundle(root)
+    ? undefined
+    : `${BUNDLE_PATH} is stale: run \`deno task bundle\` and commit it`;
+}
+
 if (import.meta.main) {
   const root = join(dirname(fromFileUrl(import.meta.url)), "..");
-  const check = Deno.args.includes("--check");
-  const fresh = await buildLaunchBundle(root);
-  const path = join(root, BUNDLE_PATH);
-  let current: string | undefined;
-  try {
-    current = await Deno.readTextFile(path);
-  } catch {
-    current = undefined;
-  }
-  if (check) {
-    if (current !== fresh) {
-      console.error(
-        `${BUNDLE_PATH} is stale: run \`deno task bundle\` and commit it`,
-      );
+  if (Deno.args.includes("--check")) {
+    const problem = await staleBundleProblem(root);
+    if (problem !== undefined) {
+      console.error(problem);
       Deno.exit(1);
     }
-  } else if (current !== fresh) {
-    await Deno.writeTextFile(path, fresh);
-    console.error(`wrote ${BUNDLE_PATH}`);
+  } else {
+    const fresh = await buildLaunchBundle(root);
+    const path = join(root, BUNDLE_PATH);
+    let current: string | undefined;
+    try {
+      current = await Deno.readTextFile(path);
+    } catch {
+      current = undefined;
+    }
+    if (current !== fresh) {
+      await Deno.writeTextFile(path, fresh);
+      console.error(`wrote ${BUNDLE_PATH}`);
+    }
   }
 }

@@ -123,15 +123,22 @@ export function eagerFunctions(code: string): string {
 export async function staleBundleProblem(
   root: string,
 ): Promise<string | undefined> {
-  let committed: string;
-  try {
-    committed = await Deno.readTextFile(join(root, BUNDLE_PATH));
-  } catch {
+  const committed = await committedBundle(root);
+  if (committed === undefined) {
     return `${BUNDLE_PATH} is missing: run \`deno task bundle\` and commit it`;
   }
   return committed === await buildLaunchBundle(root)
     ? undefined
     : `${BUNDLE_PATH} is stale: run \`deno task bundle\` and commit it`;
+}
+
+/** The bundle as committed under `root`; undefined when it cannot be read. */
+async function committedBundle(root: string): Promise<string | undefined> {
+  try {
+    return await Deno.readTextFile(join(root, BUNDLE_PATH));
+  } catch {
+    return undefined;
+  }
 }
 
 if (import.meta.main) {
@@ -144,15 +151,8 @@ if (import.meta.main) {
     }
   } else {
     const fresh = await buildLaunchBundle(root);
-    const path = join(root, BUNDLE_PATH);
-    let current: string | undefined;
-    try {
-      current = await Deno.readTextFile(path);
-    } catch {
-      current = undefined;
-    }
-    if (current !== fresh) {
-      await Deno.writeTextFile(path, fresh);
+    if (await committedBundle(root) !== fresh) {
+      await Deno.writeTextFile(join(root, BUNDLE_PATH), fresh);
       console.error(`wrote ${BUNDLE_PATH}`);
     }
   }

@@ -12,12 +12,17 @@ import { SignalledBeforeStart, SignalRelay } from "../../lib/launch/spawn.ts";
  * In a process of its own (one relay per process, as in sherlock): a
  * SIGHUP sent to itself, then at once, with no turn of the event loop in
  * between, the spawn of a child that would create `marker`. Prints the
- * exit code spawn returned.
+ * exit code spawn returned, and on stderr the sentinel signal it chose
+ * (lib/os/signal_mask.ts).
  */
 const SPAWN_AFTER_SIGNAL = `
 import { SignalRelay } from ${
   JSON.stringify(new URL("../../lib/launch/spawn.ts", import.meta.url).href)
 };
+import { sentinelSignal } from ${
+  JSON.stringify(new URL("../../lib/os/signal_mask.ts", import.meta.url).href)
+};
+console.error(sentinelSignal());
 const relay = new SignalRelay();
 Deno.kill(Deno.pid, "SIGHUP");
 const code = await relay.spawn({
@@ -50,6 +55,46 @@ Deno.test("SignalRelay: a signal caught while sherlock was busy just before the 
   } finally {
     await Deno.remove(folder, { recursive: true });
   }
+});
+
+/**
+ * Perl (perl-base, which every Debian system has) is the one tool here that
+ * starts a program with a signal blocked; 28 is SIGWINCH on Linux.
+ */
+const BLOCK_SIGWINCH =
+  'sigprocmask(SIG_BLOCK, POSIX::SigSet->new(28)) or die "sigprocmask: $!"; exec @ARGV or die "exec: $!"';
+
+Deno.test({
+  name:
+    "SignalRelay under a parent that blocks SIGWINCH (as perf stat does): SIGURG is the sentinel, and an early signal still means no child",
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    const folder = await Deno.makeTempDir();
+    try {
+      const script = join(folder, "spawn_after_signal.ts");
+      Deno.writeTextFileSync(script, SPAWN_AFTER_SIGNAL);
+      const marker = join(folder, "started");
+      const output = await new Deno.Command("perl", {
+        args: [
+          "-MPOSIX",
+          "-e",
+          BLOCK_SIGWINCH,
+          Deno.execPath(),
+          "run",
+          "--allow-all",
+          "--quiet",
+          script,
+          marker,
+        ],
+      }).output();
+      const decoder = new TextDecoder();
+      assert.equal(decoder.decode(output.stderr).trim(), "SIGURG");
+      assert.equal(decoder.decode(output.stdout).trim(), "129");
+      assert.throws(() => Deno.statSync(marker), Deno.errors.NotFound);
+    } finally {
+      await Deno.remove(folder, { recursive: true });
+    }
+  },
 });
 
 Deno.test("SignalRelay.unlessSignalled: a signal ends the wait at once, without the work", async () => {

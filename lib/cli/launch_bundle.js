@@ -189,7 +189,7 @@ var unblockedHarmlessSignal = (function unblockedHarmlessSignal(status) {
   return free?.[0];
 });
 var sentinelSignal = (function sentinelSignal() {
-  if (sentinel === void 0) {
+  if (chosen === void 0) {
     let status;
     if (Deno.build.os === "linux") {
       try {
@@ -197,18 +197,18 @@ var sentinelSignal = (function sentinelSignal() {
       } catch {
       }
     }
-    sentinel = {
+    chosen = {
       signal: unblockedHarmlessSignal(status)
     };
   }
-  return sentinel.signal;
+  return chosen.signal;
 });
 var signalsDelivered = (async function signalsDelivered() {
   const signal = sentinelSignal();
   if (signal === void 0) return;
   let seen = () => {
   };
-  const sentinel2 = new Promise((resolve) => seen = resolve);
+  const sentinel = new Promise((resolve) => seen = resolve);
   const deadline = AbortSignal.timeout(SENTINEL_WAIT_MS);
   const timeout = new Promise((resolve) => deadline.addEventListener("abort", () => resolve(), {
     once: true
@@ -218,7 +218,7 @@ var signalsDelivered = (async function signalsDelivered() {
     try {
       Deno.kill(Deno.pid, signal);
       await Promise.race([
-        sentinel2,
+        sentinel,
         timeout
       ]);
     } finally {
@@ -1964,7 +1964,7 @@ var planSession = (function planSession(options) {
   const { profile: loaded, context, agent } = options;
   const { mcp } = loaded.profile;
   const argument = noSessionArgument(loaded, options.userArgs);
-  const chosen = options.selection === void 0 ? {
+  const chosen2 = options.selection === void 0 ? {
     selected: [
       ...options.services
     ],
@@ -1997,11 +1997,11 @@ var planSession = (function planSession(options) {
       extension: "json"
     })
   };
-  if (chosen.refused.length > 0 && options.strict && config.kind !== "none") {
-    throw new ConfigError(chosen.refused[0].reason);
+  if (chosen2.refused.length > 0 && options.strict && config.kind !== "none") {
+    throw new ConfigError(chosen2.refused[0].reason);
   }
   const planned = planDelivery({
-    services: config.kind === "none" ? [] : chosen.selected,
+    services: config.kind === "none" ? [] : chosen2.selected,
     format: renderedFormat(loaded),
     mergePath: config.kind === "merge" ? config.path : void 0,
     configFilePath: mcp.mode === "config-file" && config.kind === "file" ? config.path : void 0,
@@ -2017,15 +2017,15 @@ var planSession = (function planSession(options) {
     agent,
     profile: loaded,
     session: options.session,
-    services: config.kind === "none" ? [] : chosen.selected.filter((service) => delivery.has(service.service.name)),
+    services: config.kind === "none" ? [] : chosen2.selected.filter((service) => delivery.has(service.service.name)),
     leftOut: config.kind === "none" ? [] : [
-      ...chosen.refused.map((refused2) => ({
+      ...chosen2.refused.map((refused2) => ({
         ...refused2,
         exitCode: ExitCode.Config
       })),
       ...leftOut
     ],
-    excluded: config.kind === "none" ? [] : chosen.excluded,
+    excluded: config.kind === "none" ? [] : chosen2.excluded,
     strict: options.strict,
     delivery,
     shim: {
@@ -4608,7 +4608,7 @@ var HARMLESS_SIGNALS = [
     23
   ]
 ];
-var sentinel;
+var chosen;
 
 // lib/launch/spawn.ts
 var SIGNAL_NUMBERS = {

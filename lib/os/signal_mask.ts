@@ -39,14 +39,14 @@ export function unblockedHarmlessSignal(
 }
 
 /** Read once: a process's mask does not change under sherlock. */
-let sentinel: { signal: Deno.Signal | undefined } | undefined;
+let chosen: { signal: Deno.Signal | undefined } | undefined;
 
 /**
  * The signal sherlock sends itself as a sentinel, or undefined when this
  * process blocks every harmless one (then no sentinel would ever come).
  */
 export function sentinelSignal(): Deno.Signal | undefined {
-  if (sentinel === undefined) {
+  if (chosen === undefined) {
     let status: string | undefined;
     if (Deno.build.os === "linux") {
       try {
@@ -55,7 +55,7 @@ export function sentinelSignal(): Deno.Signal | undefined {
         // No /proc (a sandbox): as elsewhere, SIGWINCH unchecked.
       }
     }
-    sentinel = { signal: unblockedHarmlessSignal(status) };
+    chosen = { signal: unblockedHarmlessSignal(status) };
   }
-  return sentinel.signal;
+  return chosen.signal;
 }

@@ -218,6 +218,30 @@ Deno.test("resource is sent: without it the server refuses", async () => {
   assert.equal(urlsOpened(log)[0].searchParams.get("resource"), null);
 });
 
+Deno.test("metadata that names the server's origin: that resource, verbatim, in every request; its tokens work, refreshed too", async () => {
+  await using s = await setup();
+  const { home, remote } = s;
+  // The server's URL has a path; its metadata names the origin alone,
+  // which a URL parser would write with a trailing slash.
+  const origin = new URL(remote.url).origin;
+  assert.notEqual(origin, remote.url);
+  s.prm.resource = origin;
+  const log = `${home.root}/browser.log`;
+  const auth = await authorize(home, log);
+  assert.equal(auth.code, 0, auth.stderr);
+  assert.equal(urlsOpened(log)[0].searchParams.get("resource"), origin);
+  // The server takes only tokens for its origin: the code exchange and the
+  // refresh asked for that one.
+  const capability = await session(home);
+  const get = async () =>
+    (await fetchToken(home.socket, { service: "remote", capability })).token;
+  assert.equal(await callRemote(remote.url, await get()), 200);
+  home.advanceClock(2100);
+  const before = s.as.counts.refresh;
+  assert.equal(await callRemote(remote.url, await get()), 200);
+  assert.equal(s.as.counts.refresh - before, 1);
+});
+
 Deno.test("a changed issuer gets a new registration, said on auth's line; a down server a clear error", async () => {
   await using s = await setup();
   const first = await authorize(s.home);

@@ -58,11 +58,13 @@ export async function startProtectedServer(options: {
   const remote = await startRemoteMcpServer({
     ...options.remote,
     resourceMetadataUrl: `http://127.0.0.1:${prmServer.addr.port}/prm`,
+    // Its tokens are for the identifier its metadata publishes.
     verify: (bearer) =>
-      as.verifyAccessToken(bearer, { resource: late.url! }).then(
-        () => true,
-        () => false,
-      ),
+      as.verifyAccessToken(bearer, { resource: prm.resource ?? late.url! })
+        .then(
+          () => true,
+          () => false,
+        ),
   });
   late.url = remote.url;
   return {

@@ -21,6 +21,7 @@ import {
   pkcePair,
   readChallengedScopes,
   readGrantedScopes,
+  requestedResource,
   withOfflineAccess,
 } from "../../lib/broker/daemon/oauth/rules.ts";
 import {
@@ -95,6 +96,33 @@ Deno.test("canonicalResource: lowercase, no fragment, no lone trailing slash", (
   assert.equal(
     canonicalResource("https://mcp.example.com/mcp#x"),
     "https://mcp.example.com/mcp",
+  );
+});
+
+Deno.test("requestedResource: the metadata's resource verbatim, else the canonical URL; none when told", () => {
+  const serverUrl = "https://MCP.example.com/mcp";
+  // A server that names its origin: that identifier, no slash added.
+  assert.equal(
+    requestedResource({ serverUrl, published: "https://mcp.example.com" }),
+    "https://mcp.example.com",
+  );
+  // Verbatim, even where the canonical form would differ.
+  assert.equal(
+    requestedResource({ serverUrl, published: "https://MCP.example.com/" }),
+    "https://MCP.example.com/",
+  );
+  // No protected-resource metadata (the 2025-03-26 discovery).
+  assert.equal(
+    requestedResource({ serverUrl }),
+    "https://mcp.example.com/mcp",
+  );
+  assert.equal(
+    requestedResource({
+      sendResource: false,
+      serverUrl,
+      published: "https://mcp.example.com",
+    }),
+    null,
   );
 });
 

@@ -50,7 +50,6 @@ import { discover, type Discovered } from "./discovery.ts";
 import { requestClientCredentials } from "./client_credentials.ts";
 import { CALLBACK_PATH } from "./loopback.ts";
 import {
-  canonicalResource,
   chooseClientAuthMethod,
   chooseScopes,
   clientAuthentication,
@@ -62,6 +61,7 @@ import {
   oneLine,
   readGrantedScopes,
   redeemsIdJag,
+  requestedResource,
   type ServerMetadata,
   withOfflineAccess,
 } from "./rules.ts";
@@ -195,9 +195,11 @@ export class OAuthClient {
           configured: service.token.scopes,
           serverSupported: metadata.scopesSupported,
         }),
-        resource: service.token.send_resource === false
-          ? null
-          : canonicalResource(server.url),
+        resource: requestedResource({
+          sendResource: service.token.send_resource,
+          serverUrl: server.url,
+          published: discovered.resource,
+        }),
         now: fetchedAt,
       });
       const tokens = tokenAnswer(answer, metadata.tokenEndpoint);
@@ -544,9 +546,11 @@ export class OAuthClient {
       }),
       metadata.scopesSupported,
     );
-    const resource = service.token.send_resource === false
-      ? null
-      : canonicalResource(server.url);
+    const resource = requestedResource({
+      sendResource: service.token.send_resource,
+      serverUrl: server.url,
+      published: discovered.resource,
+    });
     // `sherlock auth` says when it used the 2025-03-26 discovery.
     const note = discovered.legacy
       ? { legacyDiscovery: discovered.legacy }

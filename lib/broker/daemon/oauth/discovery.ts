@@ -44,6 +44,12 @@ export interface Discovered {
   metadata: ServerMetadata;
   challengeScope?: string;
   scopesSupported?: string[];
+  /**
+   * The protected-resource metadata's `resource`, verbatim (the same as the
+   * server's URL or a parent of it): what `requestedResource` sends. Unset
+   * for a server without that metadata.
+   */
+  resource?: string;
   /** Set when the server publishes no protected-resource metadata. */
   legacy?: LegacyDiscovery;
 }
@@ -115,6 +121,7 @@ export async function discover(serverUrl: string): Promise<Discovered> {
       metadata,
       challengeScope: challenge?.scope,
       scopesSupported: resource.scopesSupported,
+      resource: resource.resource,
     };
   }
   throw failed(problem);

@@ -36,11 +36,11 @@ import { requestGrant } from "./token_endpoint.ts";
 import type { OidcLogin } from "./oidc_login.ts";
 import { TOKEN_EXCHANGE_GRANT } from "./oidc_login.ts";
 import {
-  canonicalResource,
   chooseScopes,
   ID_JAG_PROFILE,
   JWT_BEARER_GRANT,
   redeemsIdJag,
+  requestedResource,
   type ServerMetadata,
 } from "./rules.ts";
 
@@ -205,9 +205,11 @@ export class EnterpriseAuthorization {
       });
     }
     const server = service.server as { url: string };
-    const resource = service.token.send_resource === false
-      ? null
-      : canonicalResource(server.url);
+    const resource = requestedResource({
+      sendResource: service.token.send_resource,
+      serverUrl: server.url,
+      published: discovered.resource,
+    });
     const scopes = chooseScopes({
       challenge: discovered.challengeScope,
       supported: discovered.scopesSupported,

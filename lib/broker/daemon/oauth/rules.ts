@@ -20,6 +20,22 @@ export function canonicalResource(serverUrl: string): string {
   return text;
 }
 
+/**
+ * The `resource` (RFC 8707) of a server's authorization, code, refresh and
+ * token-exchange requests: null when the service says `send_resource =
+ * false`; else the `resource` its protected-resource metadata (RFC 9728)
+ * published, verbatim, when it published one; else the canonical form of
+ * its URL. The server names itself there, and may name its origin rather
+ * than its URL: its tokens must be for that identifier, exactly as written
+ * (a parser's trailing `/` makes another one).
+ */
+export function requestedResource(
+  options: { sendResource?: boolean; serverUrl: string; published?: string },
+): string | null {
+  if (options.sendResource === false) return null;
+  return options.published ?? canonicalResource(options.serverUrl);
+}
+
 /** The parts of RFC 8414 metadata the client uses. */
 export interface ServerMetadata {
   issuer: string;

@@ -145,6 +145,14 @@ Deno.test("resource metadata: must be about the server asked, and name a server"
     ),
     /names no authorization server/,
   );
+  // Sent as it is written: one with a fragment is no resource identifier.
+  assert.match(
+    String(readResourceMetadata(
+      { resource: "https://h#top", authorization_servers: ["https://as"] },
+      "https://h/mcp",
+    )),
+    /has a fragment/,
+  );
 });
 
 Deno.test("resource metadata: every authorization server https, or http on a loopback host", () => {

@@ -382,6 +382,10 @@ export function readResourceMetadata(
   if (!sameOrParent(resource, serverUrl)) {
     return `the protected-resource metadata is for ${resource}, not ${serverUrl}`;
   }
+  // RFC 9728 §2, and RFC 8707 for the `resource` sent: no fragment.
+  if (resource.includes("#")) {
+    return "the protected-resource metadata's resource has a fragment (#), which no resource identifier may have (RFC 9728)";
+  }
   if (
     !Array.isArray(authorization_servers) ||
     authorization_servers.length === 0 ||

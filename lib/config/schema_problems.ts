@@ -15,8 +15,8 @@ import { closestName } from "./suggestion.ts";
  * Validates `raw` with `schema` and reports every issue, each as a problem
  * whose line is found in `text`: unknown keys first (a misspelt key is
  * usually the cause of the other problems), then the rest in the schema's
- * order, but for a key said to be missing from a table that has an
- * unknown key (the misspelt key itself: one typo, one problem).
+ * order, but for a key said to be missing from a table where an unknown
+ * key is its likely misspelling (one typo, one problem).
  */
 export function validateWith<S extends z.ZodType>(
   schema: S,
@@ -38,7 +38,7 @@ export function validateWith<S extends z.ZodType>(
   const [first, ...rest] = [
     ...unknown.map((issue) => describeIssue(schema, issue, text)),
     ...others.filter(({ issue, problem }) =>
-      !isFollowOn(issue, problem, unknown)
+      !isFollowOn({ schema, issue, problem, unknown })
     ).map(({ problem }) => problem),
   ];
   if (rest.length > 0) first.further = rest;
@@ -46,19 +46,31 @@ export function validateWith<S extends z.ZodType>(
 }
 
 /**
- * A key said to be missing from a table that has an unknown key: most
- * likely the same key misspelt (`evn` for `env`), so the unknown key's
- * problem, with its "did you mean", is the one to report. Fixing it
- * either cures the other or shows it on the next run.
+ * A key said to be missing from a table where an unknown key is, by its
+ * "did you mean", that very key misspelt (`evn` for `env`): the unknown
+ * key's problem is the one to report, and fixing it cures the other. A
+ * missing key that no unknown key resembles is a problem of its own, and
+ * is reported beside the unknown ones, so that one run shows both.
  */
 function isFollowOn(
-  issue: z.core.$ZodIssue,
-  problem: SchemaProblem,
-  unknown: readonly z.core.$ZodIssue[],
+  options: {
+    schema: z.ZodType;
+    issue: z.core.$ZodIssue;
+    problem: SchemaProblem;
+    unknown: readonly z.core.$ZodIssue[];
+  },
 ): boolean {
+  const { schema, issue, problem, unknown } = options;
   if (!problem.reason.startsWith("missing")) return false;
-  const table = issue.path.slice(0, -1).map(String).join(".");
-  return unknown.some((each) => each.path.map(String).join(".") === table);
+  const table = issue.path.slice(0, -1).map(String);
+  const missing = String(issue.path.at(-1));
+  const allowed = allowedKeys(schema, table);
+  return unknown.some((each) =>
+    each.code === "unrecognized_keys" &&
+    each.path.map(String).join(".") === table.join(".") &&
+    allowed !== undefined &&
+    closestName(each.keys[0], allowed) === missing
+  );
 }
 
 /**

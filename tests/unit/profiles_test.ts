@@ -282,6 +282,15 @@ Deno.test("schema problems: every problem of the file, unknown keys first, with 
     problem(`[agent]\nname = "a"\nexecutabel = "a"\n${MCP}`),
     "a.toml:3: agent.executabel: unknown key; did you mean executable? (allowed here: name, executable, description)",
   );
+  // An unknown key that is no missing key's misspelling hides nothing: one
+  // run shows both, not the second only once the first is fixed.
+  assert.equal(
+    problem(`[agent]\nname = "a"\ncolour = "red"\n${MCP}`),
+    [
+      "a.toml:3: agent.colour: unknown key (allowed here: name, executable, description)",
+      "a.toml:1: agent.executable: missing; a string is required",
+    ].join("\n"),
+  );
 });
 
 /** A temp config folder with the given agents.d files. */

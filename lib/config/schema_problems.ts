@@ -57,20 +57,33 @@ function isFollowOn(
     schema: z.ZodType;
     issue: z.core.$ZodIssue;
     problem: SchemaProblem;
-    unknown: readonly z.core.$ZodIssue[];
+    unknown: readonly z.core.$ZodIssueUnrecognizedKeys[];
   },
 ): boolean {
   const { schema, issue, problem, unknown } = options;
   if (!problem.reason.startsWith("missing")) return false;
-  const table = issue.path.slice(0, -1).map(String);
+  const table = issue.path.slice(0, -1).map(String).join(".");
   const missing = String(issue.path.at(-1));
-  const allowed = allowedKeys(schema, table);
   return unknown.some((each) =>
-    each.code === "unrecognized_keys" &&
-    each.path.map(String).join(".") === table.join(".") &&
-    allowed !== undefined &&
-    closestName(each.keys[0], allowed) === missing
+    each.path.map(String).join(".") === table &&
+    unknownKey(schema, each).near === missing
   );
+}
+
+/**
+ * The keys allowed where an unknown key stands (when the schema says), and
+ * the one it most likely misspells: the "did you mean" of its problem, and
+ * what {@linkcode isFollowOn} holds a missing key back for.
+ */
+function unknownKey(
+  schema: z.ZodType,
+  issue: z.core.$ZodIssueUnrecognizedKeys,
+): { allowed?: string[]; near?: string } {
+  const allowed = allowedKeys(schema, issue.path.map(String));
+  return {
+    allowed,
+    near: allowed && closestName(issue.keys[0], allowed),
+  };
 }
 
 /**
@@ -88,8 +101,7 @@ export function describeIssue(
   switch (issue.code) {
     case "unrecognized_keys": {
       path = [...path, issue.keys[0]];
-      const allowed = allowedKeys(schema, issue.path.map(String));
-      const near = allowed && closestName(issue.keys[0], allowed);
+      const { allowed, near } = unknownKey(schema, issue);
       reason = "unknown key" + (near ? `; did you mean ${near}?` : "") +
         (allowed ? ` (allowed here: ${allowed.join(", ")})` : "");
       break;
